@@ -1,0 +1,5 @@
+"""``python -m pipeline`` is the ``tracereplay`` command."""
+
+from pipeline.cli import main
+
+main()

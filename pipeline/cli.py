@@ -1,0 +1,78 @@
+"""The ``tracereplay`` command line: thin verbs over the stage modules.
+
+Every verb turns a :class:`TraceError` (a user mistake or bad input) into one line on stderr
+and exit status 1; ``--help`` works on every verb.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from pipeline.errors import TraceError
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    help="Replay public cluster traces through scheduler policies and measure what each costs.",
+)
+
+
+def user_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Report TraceError as ``tracereplay: error: ...`` with exit status 1."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except TraceError as exc:
+            typer.echo(f"tracereplay: error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            typer.echo("tracereplay: interrupted", err=True)
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+@app.command()
+@user_errors
+def ingest(
+    fmt: Annotated[str, typer.Argument(help="Source format, e.g. google2011, alibaba2018.")],
+    src: Annotated[Path, typer.Argument(help="Directory holding the raw published files.")],
+    out: Annotated[Path, typer.Argument(help="Canonical trace directory to write.")],
+) -> None:
+    """Read the raw published files of FMT from SRC and write a canonical trace to OUT."""
+    from pipeline.ingest.stage import ingest as run_ingest
+
+    manifest = run_ingest(fmt, src, out)
+    rejected = {t: sum(r.values()) for t, r in manifest.rows_rejected.items()}
+    typer.echo(json.dumps({"out": str(out), "rows": manifest.rows,
+                           "input_rows": manifest.input_rows, "rejected": rejected,
+                           "dropped": manifest.dropped}))
+
+
+@app.command()
+@user_errors
+def validate(
+    trace: Annotated[Path, typer.Argument(help="Canonical trace directory to check.")],
+) -> None:
+    """Check a canonical trace directory (yours or ingested) against the contract."""
+    from pipeline.trace.validate import validate as run_validate
+
+    report = run_validate(trace)
+    for problem in report.problems:
+        typer.echo(f"{trace}: {problem}", err=True)
+    if not report.ok:
+        raise typer.Exit(1)
+    typer.echo(json.dumps({"trace": str(trace), "ok": True, "rows": report.rows}))
+
+
+def main() -> None:
+    """Entry point for ``python -m pipeline``."""
+    sys.exit(app())

@@ -1,0 +1,46 @@
+"""Ordering and writing the canonical tables once an adapter has emitted its records.
+
+Adapters emit tasks when their history closes, which is not submit order.  The replay streams
+tasks in submit order, so the emitted parts are sorted here by DuckDB, which spills to disk
+beyond a memory limit: the sort stays within bounded memory for the full public traces.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from pipeline.trace.io import PartWriter
+
+SORT_MEMORY_LIMIT = "1GB"
+
+
+def write_sorted(
+    unsorted_dir: Path, out: Path, name: str, order_by: str, part_rows: int = 4_000_000,
+) -> int:
+    """Sort the Parquet files in ``unsorted_dir`` by ``order_by`` into table ``name`` of ``out``.
+
+    Returns the number of rows written.  ``order_by`` must be a total order (end it with the
+    table's unique key) so the output is identical from run to run.
+    """
+    files = sorted(unsorted_dir.glob("*.parquet"))
+    writer = PartWriter(out, name, part_rows=part_rows)
+    if files:
+        con = duckdb.connect()
+        spill = unsorted_dir / "_spill"
+        spill.mkdir(exist_ok=True)
+        con.execute(f"SET memory_limit='{SORT_MEMORY_LIMIT}'")
+        con.execute(f"SET temp_directory='{spill}'")
+        con.execute("SET preserve_insertion_order=true")
+        con.execute("SET threads=2")
+        listing = ", ".join(f"'{f}'" for f in files)
+        reader = con.execute(
+            f"SELECT * FROM read_parquet([{listing}], union_by_name=true) ORDER BY {order_by}"
+        ).fetch_record_batch(256 * 1024)
+        for batch in reader:
+            writer.write(pa.Table.from_batches([batch]))
+        con.close()
+    writer.close()
+    return writer.rows

@@ -1,0 +1,1 @@
+"""The canonical trace directory: schema, manifest, validation and atomic writing."""

@@ -1,0 +1,127 @@
+"""Canonical trace schema (contract section 2), as pyarrow schemas.
+
+A canonical trace directory holds ``machines``, ``jobs`` and ``tasks`` tables (each either
+``NAME.parquet`` as one file or a directory ``NAME.parquet/`` of ordered part files) plus
+``manifest.json``.  Times are float64 seconds from the trace start; resources are in the
+trace's own units, stated in the manifest.
+
+Columns beyond the contract (allowed by it) carry what adapters know and replays may use:
+``priority`` and ``sched_class`` on tasks, ``end_event``/``trace_attempts``/``trace_lost_s``
+describing what the source trace recorded for the task.  ``machine_downtime`` is an optional
+table of intervals during which a machine was removed from the trace's cluster.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+FORMAT_VERSION = 1
+
+MACHINES = pa.schema(
+    [
+        pa.field("machine_id", pa.string(), nullable=False),
+        pa.field("cpu", pa.float64(), nullable=False),
+        pa.field("mem", pa.float64(), nullable=False),
+        pa.field("gpu", pa.float64(), nullable=False),
+        pa.field("rack", pa.string()),
+        pa.field("speed", pa.float64(), nullable=False),
+        pa.field("added_s", pa.float64(), nullable=False),
+        pa.field("removed_s", pa.float64()),
+        pa.field("platform", pa.string()),
+    ]
+)
+
+JOBS = pa.schema(
+    [
+        pa.field("job_id", pa.string(), nullable=False),
+        pa.field("user", pa.string(), nullable=False),
+        pa.field("queue", pa.string()),
+        pa.field("submit_s", pa.float64(), nullable=False),
+        pa.field("priority", pa.int32()),
+        pa.field("name", pa.string()),
+        pa.field("sched_class", pa.int32()),
+    ]
+)
+
+# How the source trace recorded a task's last attempt (not an outcome of any replay).
+END_EVENTS = ("finished", "failed", "killed", "evicted", "lost", "censored")
+
+TASKS = pa.schema(
+    [
+        pa.field("task_id", pa.string(), nullable=False),
+        pa.field("job_id", pa.string(), nullable=False),
+        pa.field("submit_s", pa.float64(), nullable=False),
+        pa.field("duration_s", pa.float64(), nullable=False),
+        pa.field("cpu", pa.float64(), nullable=False),
+        pa.field("mem", pa.float64(), nullable=False),
+        pa.field("gpu", pa.float64(), nullable=False),
+        pa.field("cpu_used", pa.float64()),
+        pa.field("mem_used", pa.float64()),
+        pa.field("inputs", pa.list_(pa.string())),
+        pa.field("depends_on", pa.list_(pa.string())),
+        pa.field("priority", pa.int32()),
+        pa.field("sched_class", pa.int32()),
+        pa.field("end_event", pa.string()),
+        pa.field("trace_attempts", pa.int32()),
+        pa.field("trace_lost_s", pa.float64()),
+    ]
+)
+
+MACHINE_DOWNTIME = pa.schema(
+    [
+        pa.field("machine_id", pa.string(), nullable=False),
+        pa.field("down_s", pa.float64(), nullable=False),
+        pa.field("up_s", pa.float64()),
+    ]
+)
+
+TABLES: dict[str, pa.Schema] = {
+    "machines": MACHINES,
+    "jobs": JOBS,
+    "tasks": TASKS,
+    "machine_downtime": MACHINE_DOWNTIME,
+}
+REQUIRED_TABLES = ("machines", "jobs", "tasks")
+
+# Columns the contract names; a user's own trace needs only these (others are optional).
+CONTRACT_COLUMNS: dict[str, tuple[str, ...]] = {
+    "machines": ("machine_id", "cpu", "mem", "gpu", "rack", "speed", "added_s", "removed_s"),
+    "jobs": ("job_id", "user", "queue", "submit_s", "priority", "name"),
+    "tasks": (
+        "task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu",
+        "cpu_used", "mem_used", "inputs", "depends_on",
+    ),
+    "machine_downtime": ("machine_id", "down_s", "up_s"),
+}
+# Contract columns a user's trace may omit (filled with their default on read).
+DEFAULTS: dict[str, dict[str, object]] = {
+    "machines": {"gpu": 0.0, "rack": None, "speed": 1.0, "added_s": 0.0, "removed_s": None},
+    "jobs": {"queue": None, "priority": None, "name": None},
+    "tasks": {"gpu": 0.0, "cpu_used": None, "mem_used": None, "inputs": None, "depends_on": None},
+    "machine_downtime": {"up_s": None},
+}
+
+
+def conform(table: pa.Table, name: str) -> pa.Table:
+    """Return ``table`` with the full canonical columns of ``name``, in order, cast to type.
+
+    Missing optional columns are filled with their defaults (or nulls); extra columns are
+    kept after the canonical ones so user additions survive.
+    """
+    schema = TABLES[name]
+    defaults = DEFAULTS.get(name, {})
+    n = table.num_rows
+    columns, fields = [], []
+    for field in schema:
+        if field.name in table.column_names:
+            col = table.column(field.name).cast(field.type)
+        else:
+            value = defaults.get(field.name)
+            col = pa.nulls(n, field.type) if value is None else pa.array([value] * n, field.type)
+        columns.append(col)
+        fields.append(pa.field(field.name, field.type))
+    for extra in table.column_names:
+        if extra not in schema.names:
+            columns.append(table.column(extra))
+            fields.append(table.schema.field(extra))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))

@@ -1,0 +1,229 @@
+"""Validate any canonical trace directory (ours or a user's) against contract section 2.
+
+Checks run as SQL in DuckDB over the Parquet files, so they work in bounded memory on traces
+of any size.  Each failed check becomes a :class:`Problem` naming the table, the check, how
+many rows fail and one example; nothing is raised, so a user sees every problem at once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+
+from pipeline.trace.io import has_table, part_files
+from pipeline.trace.manifest import Manifest
+from pipeline.trace.schema import CONTRACT_COLUMNS, DEFAULTS, REQUIRED_TABLES, TABLES
+
+
+@dataclass
+class Problem:
+    """One failed check: where, what, how many rows, and an example."""
+
+    table: str
+    check: str
+    rows: int = 0
+    example: str = ""
+
+    def __str__(self) -> str:
+        count = f" ({self.rows} rows)" if self.rows else ""
+        example = f"; e.g. {self.example}" if self.example else ""
+        return f"{self.table}: {self.check}{count}{example}"
+
+
+@dataclass
+class Report:
+    """The outcome of validating one directory."""
+
+    path: Path
+    problems: list[Problem] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def first(self) -> str:
+        return str(self.problems[0]) if self.problems else "ok"
+
+
+# (table, description, SQL WHERE clause selecting the offending rows, example column)
+ROW_CHECKS: list[tuple[str, str, str, str]] = [
+    ("machines", "machine_id is null", "machine_id IS NULL", "machine_id"),
+    ("machines", "cpu must be > 0", "NOT (cpu > 0) OR cpu IS NULL OR isinf(cpu)", "machine_id"),
+    ("machines", "mem must be > 0", "NOT (mem > 0) OR mem IS NULL OR isinf(mem)", "machine_id"),
+    ("machines", "gpu must be >= 0", "NOT (coalesce(gpu, 0) >= 0)", "machine_id"),
+    ("machines", "speed must be > 0", "NOT (coalesce(speed, 1) > 0) OR isinf(speed)", "machine_id"),
+    ("machines", "added_s must be finite", "NOT isfinite(coalesce(added_s, 0))", "machine_id"),
+    ("machines", "removed_s before added_s", "removed_s < coalesce(added_s, 0)", "machine_id"),
+    ("jobs", "job_id is null", "job_id IS NULL", "job_id"),
+    ("jobs", "user is null", "\"user\" IS NULL", "job_id"),
+    ("jobs", "submit_s must be finite and >= 0",
+     "submit_s IS NULL OR NOT isfinite(submit_s) OR submit_s < 0", "job_id"),
+    ("tasks", "task_id is null", "task_id IS NULL", "task_id"),
+    ("tasks", "job_id is null", "job_id IS NULL", "task_id"),
+    ("tasks", "submit_s must be finite and >= 0",
+     "submit_s IS NULL OR NOT isfinite(submit_s) OR submit_s < 0", "task_id"),
+    ("tasks", "duration_s must be finite and > 0",
+     "duration_s IS NULL OR NOT isfinite(duration_s) OR duration_s <= 0", "task_id"),
+    ("tasks", "cpu must be finite and >= 0", "cpu IS NULL OR NOT isfinite(cpu) OR cpu < 0",
+     "task_id"),
+    ("tasks", "mem must be finite and >= 0", "mem IS NULL OR NOT isfinite(mem) OR mem < 0",
+     "task_id"),
+    ("tasks", "gpu must be >= 0", "NOT (coalesce(gpu, 0) >= 0) OR isinf(gpu)", "task_id"),
+    ("tasks", "cpu_used must be >= 0", "cpu_used < 0 OR isinf(cpu_used)", "task_id"),
+    ("tasks", "mem_used must be >= 0", "mem_used < 0 OR isinf(mem_used)", "task_id"),
+    ("tasks", "task depends on itself", "list_contains(depends_on, task_id)", "task_id"),
+]
+
+
+def validate(directory: Path) -> Report:
+    """Check ``directory`` against the canonical format; return every problem found."""
+    directory = Path(directory)
+    report = Report(directory)
+    if not directory.is_dir():
+        report.problems.append(Problem("trace", f"not a directory: {directory}"))
+        return report
+    con = duckdb.connect()
+    con.execute("SET memory_limit='1GB'")
+    present = _register_tables(con, directory, report)
+    if set(REQUIRED_TABLES) <= present:
+        _row_checks(con, report, present)
+        _key_checks(con, report, present)
+    _manifest_checks(directory, report)
+    con.close()
+    return report
+
+
+def count_rows(directory: Path) -> dict[str, int]:
+    """Row counts of every canonical table present (from Parquet metadata; no data read)."""
+    counts = {}
+    for name in TABLES:
+        if has_table(directory, name):
+            counts[name] = sum(pq.ParquetFile(f).metadata.num_rows
+                               for f in part_files(directory, name))
+    return counts
+
+
+def _register_tables(con: duckdb.DuckDBPyConnection, directory: Path, report: Report) -> set:
+    present = set()
+    for name in TABLES:
+        if not has_table(directory, name):
+            if name in REQUIRED_TABLES:
+                report.problems.append(Problem(name, f"missing {name}.parquet"))
+            continue
+        files = [str(f) for f in part_files(directory, name)]
+        try:
+            con.execute(
+                f"CREATE VIEW raw_{name} AS SELECT * FROM read_parquet($files, union_by_name=true)",
+                {"files": files},
+            )
+            columns = {r[0]: r[1] for r in con.execute(f"DESCRIBE raw_{name}").fetchall()}
+        except duckdb.Error as exc:
+            report.problems.append(Problem(name, f"unreadable Parquet: {exc}".splitlines()[0]))
+            continue
+        if _column_checks(con, name, columns, report):
+            present.add(name)
+            report.rows[name] = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
+    return present
+
+
+def _column_checks(
+    con: duckdb.DuckDBPyConnection, name: str, columns: dict[str, str], report: Report
+) -> bool:
+    """Create view ``name`` with every contract column (defaults filled); False if impossible."""
+    exprs, ok = [], True
+    for col in CONTRACT_COLUMNS[name]:
+        arrow_type = TABLES[name].field(col).type
+        sql_type = _SQL_TYPES[str(arrow_type)]
+        if col in columns:
+            exprs.append(f'TRY_CAST("{col}" AS {sql_type}) AS "{col}"')
+            bad = con.execute(
+                f'SELECT count(*) FROM raw_{name} WHERE "{col}" IS NOT NULL '
+                f'AND TRY_CAST("{col}" AS {sql_type}) IS NULL'
+            ).fetchone()[0]
+            if bad:
+                report.problems.append(Problem(name, f"column {col} is not {arrow_type}", bad))
+                ok = False
+        elif col in DEFAULTS.get(name, {}):
+            default = DEFAULTS[name][col]
+            literal = "NULL" if default is None else repr(default)
+            exprs.append(f'CAST({literal} AS {sql_type}) AS "{col}"')
+        else:
+            report.problems.append(Problem(name, f"missing required column {col}"))
+            ok = False
+    if ok:
+        con.execute(f"CREATE VIEW {name} AS SELECT {', '.join(exprs)} FROM raw_{name}")
+    return ok
+
+
+_SQL_TYPES = {
+    "string": "VARCHAR", "double": "DOUBLE", "int32": "INTEGER",
+    "list<item: string>": "VARCHAR[]",
+}
+
+
+def _row_checks(con: duckdb.DuckDBPyConnection, report: Report, present: set) -> None:
+    for table, check, where, key in ROW_CHECKS:
+        if table in present:
+            _count_problem(con, report, table, check,
+                           f"SELECT {key} FROM {table} WHERE {where}")
+
+
+def _key_checks(con: duckdb.DuckDBPyConnection, report: Report, present: set) -> None:
+    for table, key in (("machines", "machine_id"), ("jobs", "job_id"), ("tasks", "task_id")):
+        _count_problem(con, report, table, f"duplicate {key}",
+                       f"SELECT {key} FROM {table} GROUP BY {key} HAVING count(*) > 1")
+    _count_problem(con, report, "tasks", "job_id not in jobs",
+                   "SELECT t.job_id FROM tasks t ANTI JOIN jobs j USING (job_id)")
+    _count_problem(con, report, "tasks", "inputs name unknown machines",
+                   "SELECT i AS machine_id FROM (SELECT unnest(inputs) AS i FROM tasks) "
+                   "ANTI JOIN machines m ON m.machine_id = i")
+    _count_problem(con, report, "tasks", "depends_on names unknown tasks",
+                   "SELECT d FROM (SELECT unnest(depends_on) AS d FROM tasks) "
+                   "ANTI JOIN tasks t ON t.task_id = d")
+    _count_problem(con, report, "tasks", "not sorted by submit_s (the replay streams tasks)",
+                   "SELECT task_id FROM (SELECT task_id, submit_s, lag(submit_s) OVER () AS prev "
+                   "FROM tasks) WHERE submit_s < prev")
+    if "machine_downtime" in present:
+        _count_problem(con, report, "machine_downtime", "machine_id not in machines",
+                       "SELECT d.machine_id FROM machine_downtime d ANTI JOIN machines m "
+                       "USING (machine_id)")
+        _count_problem(con, report, "machine_downtime", "up_s before down_s",
+                       "SELECT machine_id FROM machine_downtime WHERE up_s < down_s")
+
+
+def _count_problem(
+    con: duckdb.DuckDBPyConnection, report: Report, table: str, check: str, query: str
+) -> None:
+    n, example = con.execute(
+        f"SELECT count(*), CAST(any_value(x) AS VARCHAR) FROM ({query}) x"
+    ).fetchone()
+    if n:
+        report.problems.append(Problem(table, check, n, example or ""))
+
+
+def _manifest_checks(directory: Path, report: Report) -> None:
+    try:
+        manifest = Manifest.read(directory)
+    except FileNotFoundError:
+        report.problems.append(Problem("manifest", "manifest.json missing"))
+        return
+    except (json.JSONDecodeError, TypeError, KeyError) as exc:
+        report.problems.append(Problem("manifest", f"manifest.json unreadable: {exc}"))
+        return
+    for name, rows in report.rows.items():
+        if manifest.rows.get(name) != rows:
+            report.problems.append(Problem(
+                "manifest", f"rows[{name}] = {manifest.rows.get(name)} but the table has {rows}"
+            ))
+    for table, n_in in manifest.input_rows.items():
+        used = manifest.rows_used.get(table, 0)
+        rejected = sum(manifest.rows_rejected.get(table, {}).values())
+        if used + rejected != n_in:
+            report.problems.append(Problem(
+                "manifest", f"{table}: {n_in} input rows but {used} used + {rejected} rejected"
+            ))
