@@ -10,7 +10,6 @@ silently reading half a part would lose rows without a trace.
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass

@@ -17,6 +17,29 @@ from pipeline.trace.io import PartWriter
 SORT_MEMORY_LIMIT = "1GB"
 
 
+def spill_connection(scratch: Path) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection limited to ``SORT_MEMORY_LIMIT`` that spills under ``scratch``."""
+    spill = Path(scratch) / "_spill"
+    spill.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    con.execute(f"SET memory_limit='{SORT_MEMORY_LIMIT}'")
+    con.execute(f"SET temp_directory='{spill}'")
+    con.execute("SET preserve_insertion_order=true")
+    con.execute("SET threads=2")
+    return con
+
+
+def write_query(
+    con: duckdb.DuckDBPyConnection, sql: str, out: Path, name: str, part_rows: int = 4_000_000,
+) -> int:
+    """Stream the rows of ``sql`` (in its order) into table ``name`` of ``out`` as parts."""
+    writer = PartWriter(out, name, part_rows=part_rows)
+    for batch in con.sql(sql).to_arrow_reader(256 * 1024):
+        writer.write(pa.Table.from_batches([batch]))
+    writer.close()
+    return writer.rows
+
+
 def write_sorted(
     unsorted_dir: Path, out: Path, name: str, order_by: str, part_rows: int = 4_000_000,
 ) -> int:
@@ -25,22 +48,14 @@ def write_sorted(
     Returns the number of rows written.  ``order_by`` must be a total order (end it with the
     table's unique key) so the output is identical from run to run.
     """
-    files = sorted(unsorted_dir.glob("*.parquet"))
-    writer = PartWriter(out, name, part_rows=part_rows)
-    if files:
-        con = duckdb.connect()
-        spill = unsorted_dir / "_spill"
-        spill.mkdir(exist_ok=True)
-        con.execute(f"SET memory_limit='{SORT_MEMORY_LIMIT}'")
-        con.execute(f"SET temp_directory='{spill}'")
-        con.execute("SET preserve_insertion_order=true")
-        con.execute("SET threads=2")
-        listing = ", ".join(f"'{f}'" for f in files)
-        reader = con.execute(
-            f"SELECT * FROM read_parquet([{listing}], union_by_name=true) ORDER BY {order_by}"
-        ).fetch_record_batch(256 * 1024)
-        for batch in reader:
-            writer.write(pa.Table.from_batches([batch]))
-        con.close()
-    writer.close()
-    return writer.rows
+    files = sorted(Path(unsorted_dir).glob("*.parquet"))
+    if not files:
+        writer = PartWriter(out, name, part_rows=part_rows)
+        writer.close()
+        return 0
+    con = spill_connection(unsorted_dir)
+    listing = ", ".join(f"'{f}'" for f in files)
+    sql = f"SELECT * FROM read_parquet([{listing}], union_by_name=true) ORDER BY {order_by}"
+    rows = write_query(con, sql, out, name, part_rows)
+    con.close()
+    return rows

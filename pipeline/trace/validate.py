@@ -115,11 +115,11 @@ def _register_tables(con: duckdb.DuckDBPyConnection, directory: Path, report: Re
             if name in REQUIRED_TABLES:
                 report.problems.append(Problem(name, f"missing {name}.parquet"))
             continue
-        files = [str(f) for f in part_files(directory, name)]
+        files = ", ".join(_sql_string(str(f)) for f in part_files(directory, name))
         try:
             con.execute(
-                f"CREATE VIEW raw_{name} AS SELECT * FROM read_parquet($files, union_by_name=true)",
-                {"files": files},
+                f"CREATE VIEW raw_{name} AS "
+                f"SELECT * FROM read_parquet([{files}], union_by_name=true)"
             )
             columns = {r[0]: r[1] for r in con.execute(f"DESCRIBE raw_{name}").fetchall()}
         except duckdb.Error as exc:
@@ -129,6 +129,10 @@ def _register_tables(con: duckdb.DuckDBPyConnection, directory: Path, report: Re
             present.add(name)
             report.rows[name] = con.execute(f"SELECT count(*) FROM {name}").fetchone()[0]
     return present
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _column_checks(

@@ -1,0 +1,263 @@
+"""Google clusterdata-2011-2 adapter (trace format v2.1; ``schema.csv`` of the trace).
+
+Tables: ``job_events`` and ``task_events`` (required), ``machine_events`` and ``task_usage``
+(optional).  Parts are read one at a time; task histories are folded in compiled code
+(:mod:`.taskstate`, which documents the task mapping), and emitted tasks are sorted into
+submit order by DuckDB with a memory limit, so peak memory does not grow with trace length.
+
+Times: microseconds since 600 s before the window -> seconds from the window start
+(19:00 EDT, 1 May 2011); events stamped 0 (before the window) map to 0; events stamped
+2^63-1 (after the window) are not used (counted).  The window end used for tasks still
+running is the latest timestamp seen in the job and task events read.
+
+Jobs: ``submit_s`` from the first job SUBMIT; ``user`` (a hash) and ``name`` (the job name
+hash) from job_events, else from task_events (repair ``job_from_task_events``); ``priority``
+is the highest priority of the job's tasks (Google priorities are per task; 0-1 free,
+9-11 production); ``sched_class`` 0-3.  Machines: :mod:`.machines`.  Usage: ``cpu_used`` and
+``mem_used`` are the time-weighted means of ``task_usage`` CPU rate and canonical memory usage
+over the task's 5-minute records (all incarnations of a task share them).
+
+Units: CPU and memory are normalized so the largest machine has 1.0 (not cores or bytes).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import ClassVar
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from pipeline.ingest.base import require_tables
+from pipeline.ingest.csvparts import RawTable, iter_parts
+from pipeline.ingest.finalize import spill_connection, write_query
+from pipeline.ingest.google2011 import taskstate as ts
+from pipeline.ingest.google2011.machines import (
+    finish_machines,
+    machine_events_frame,
+    machines_from_events,
+)
+from pipeline.ingest.google2011.tables import (
+    ALL_TABLES,
+    JOB_EVENTS,
+    MACHINE_EVENTS,
+    TASK_EVENTS,
+    TASK_USAGE,
+    TIME_AFTER_WINDOW,
+    seconds,
+)
+from pipeline.trace.io import write_table
+from pipeline.trace.manifest import Ledger, Manifest
+
+UNITS = {
+    "cpu": "normalized: 1.0 = CPU capacity of the largest machine",
+    "mem": "normalized: 1.0 = memory capacity of the largest machine",
+    "gpu": "none (the trace has no GPUs)",
+    "time": "seconds from the window start",
+}
+
+
+class Google2011:
+    """Google clusterdata-2011-2: job/task events (+ machine events, task usage)."""
+
+    name: ClassVar[str] = "google2011"
+    summary: ClassVar[str] = "Google cluster-usage trace clusterdata-2011-2 (gz CSV parts)"
+    tables: ClassVar[tuple[RawTable, ...]] = ALL_TABLES
+
+    def run(self, src: Path, out: Path, ledger: Ledger, manifest: Manifest) -> None:
+        """Ingest the raw parts under ``src`` into canonical tables in ``out``."""
+        require_tables(src, self.tables, manifest)
+        manifest.units = dict(UNITS)
+        manifest.time_origin = "2011-05-01T19:00:00-04:00 (trace timestamp 600 s)"
+        scratch = out / "_scratch"
+        for sub in ("tasks", "jobs", "usage"):
+            (scratch / sub).mkdir(parents=True)
+        window_end = _job_events(src, scratch / "jobs", ledger, manifest)
+        seen, window_end = _task_events(src, scratch, ledger, manifest, window_end)
+        _task_usage(src, scratch / "usage", ledger, manifest)
+        _machines(src, out, seen, ledger, manifest)
+        _finish(scratch, out, ledger)
+        manifest.notes["window_end_s"] = f"{window_end:.6f}"
+        manifest.notes["tasks"] = (
+            "one task per incarnation; duration of the finishing attempt, else of the last "
+            "attempt that ran (end_event says how it ended); see pipeline.ingest.google2011"
+        )
+        shutil.rmtree(scratch)
+
+
+def _job_events(src: Path, jobs_dir: Path, ledger: Ledger, manifest: Manifest) -> float:
+    """Write per-part job facts; return the latest in-window time seen."""
+    window_end = 0.0
+    for k, (_, frame) in enumerate(iter_parts(src, JOB_EVENTS, ledger, manifest.sources)):
+        bad = ~frame["event_type"].is_in(list(range(9)))
+        ledger.reject("job_events", "unknown_event_type", int(bad.sum()))
+        frame = frame.filter(~bad)
+        ledger.use("job_events", frame.height)
+        window_end = max(window_end, _latest(frame["time"]))
+        frame.select(
+            "job_id", t=seconds(pl.col("time")), is_submit=pl.col("event_type") == ts.SUBMIT,
+            user=pl.col("user"), sched_class=pl.col("sched_class"), name=pl.col("job_name"),
+            from_job_events=pl.lit(True),
+        ).write_parquet(jobs_dir / f"job-{k:05d}.parquet")
+    return window_end
+
+
+def _latest(times_us: pl.Series) -> float:
+    inside = times_us.filter(times_us < TIME_AFTER_WINDOW)
+    return float(seconds(inside).max() or 0.0) if len(inside) else 0.0
+
+
+def _task_events(
+    src: Path, scratch: Path, ledger: Ledger, manifest: Manifest, window_end: float
+) -> tuple[set[int], float]:
+    """Fold every task_events part; write emitted tasks and job facts; return machines seen."""
+    state = ts.TaskState()
+    seen: set[int] = set()
+    for k, (path, frame) in enumerate(iter_parts(src, TASK_EVENTS, ledger, manifest.sources)):
+        after = frame["time"] >= TIME_AFTER_WINDOW
+        ledger.reject("task_events", "after_window", int(after.sum()), path=str(path))
+        frame = frame.filter(~after)
+        window_end = max(window_end, _latest(frame["time"]))
+        reasons, records = ts.fold_part(state, _arrays(frame))
+        _count_reasons(ledger, reasons)
+        _write_tasks(records, scratch / "tasks" / f"tasks-{k:05d}.parquet")
+        seen.update(frame["machine_id"].drop_nulls().unique().to_list())
+        frame.filter(pl.col("user").is_not_null()).group_by("job_id").agg(
+            t=seconds(pl.col("time")).min(), user=pl.col("user").first(),
+            sched_class=pl.col("sched_class").first(),
+        ).with_columns(is_submit=pl.lit(False), name=pl.lit(None, pl.String),
+                       from_job_events=pl.lit(False)).write_parquet(
+            scratch / "jobs" / f"task-{k:05d}.parquet")
+    _write_tasks(ts.flush(state, window_end), scratch / "tasks" / "tasks-end.parquet")
+    for code, note in enumerate(ts.TASK_NOTES):
+        count = int(state.notes[code])
+        if code in (ts.N_NEVER, ts.N_ZERO, ts.N_NOREQ):
+            ledger.drop("tasks", note, count)
+        else:
+            ledger.repair("tasks", note, count)
+    return seen, window_end
+
+
+def _arrays(frame: pl.DataFrame) -> dict[str, np.ndarray]:
+    """The event columns as contiguous numpy arrays (absent ints -> -1, floats -> NaN)."""
+    cols = frame.select(
+        time=seconds(pl.col("time")), job_id=pl.col("job_id"),
+        task_index=pl.col("task_index"), machine_id=pl.col("machine_id").fill_null(-1),
+        event_type=pl.col("event_type"), priority=pl.col("priority"),
+        sched_class=pl.col("sched_class").fill_null(-1),
+        cpu=pl.col("cpu").fill_null(float("nan")), mem=pl.col("mem").fill_null(float("nan")),
+    )
+    return {name: np.ascontiguousarray(cols[name].to_numpy()) for name in cols.columns}
+
+
+def _count_reasons(ledger: Ledger, reasons: np.ndarray) -> None:
+    counts = np.bincount(reasons, minlength=len(ts.ROW_REASONS))
+    ledger.use("task_events", int(counts[0]))
+    for code in range(1, len(ts.ROW_REASONS)):
+        ledger.reject("task_events", ts.ROW_REASONS[code], int(counts[code]))
+
+
+def _write_tasks(records: dict[str, np.ndarray], path: Path) -> None:
+    pl.DataFrame(records).write_parquet(path)
+
+
+def _task_usage(src: Path, usage_dir: Path, ledger: Ledger, manifest: Manifest) -> None:
+    """Per part, sum usage x seconds per task (partial sums; reduced in :func:`_finish`)."""
+    for k, (_, frame) in enumerate(iter_parts(src, TASK_USAGE, ledger, manifest.sources)):
+        frame = frame.with_columns(dt=(pl.col("end") - pl.col("start")) / 1e6)
+        bad = ~(pl.col("dt") > 0) | (pl.col("end") >= TIME_AFTER_WINDOW)
+        n_bad = frame.select(bad.sum()).item()
+        ledger.reject("task_usage", "nonpositive_interval", int(n_bad))
+        frame = frame.filter(~bad)
+        ledger.use("task_usage", frame.height)
+        frame.group_by("job_id", "task_index").agg(
+            cpu_s=(pl.col("cpu_rate") * pl.col("dt")).sum(),
+            mem_s=(pl.col("canonical_mem") * pl.col("dt")).sum(),
+            cpu_dt=pl.col("dt").filter(pl.col("cpu_rate").is_not_null()).sum(),
+            mem_dt=pl.col("dt").filter(pl.col("canonical_mem").is_not_null()).sum(),
+        ).write_parquet(usage_dir / f"usage-{k:05d}.parquet")
+
+
+def _machines(src: Path, out: Path, seen: set[int], ledger: Ledger, manifest: Manifest) -> None:
+    frames = [f for _, f in iter_parts(src, MACHINE_EVENTS, ledger, manifest.sources)]
+    machines = downtime = None
+    if frames:
+        events = machine_events_frame(frames, ledger)
+        if not events.is_empty():
+            machines, downtime = machines_from_events(events)
+    table = finish_machines(machines, seen, ledger)
+    write_table(out, "machines", table.to_arrow())
+    if downtime is not None and not downtime.is_empty():
+        downtime = downtime.with_columns(pl.col("machine_id").cast(pl.String))
+        write_table(out, "machine_downtime", downtime.sort("machine_id", "down_s").to_arrow())
+
+
+TASKS_SQL = """
+WITH usage AS (
+    SELECT job_id, task_index,
+           sum(cpu_s) / nullif(sum(cpu_dt), 0) AS cpu_used,
+           sum(mem_s) / nullif(sum(mem_dt), 0) AS mem_used
+    FROM read_parquet('{usage}/*.parquet', union_by_name=true)
+    GROUP BY ALL
+)
+SELECT
+    CAST(t.job_id AS VARCHAR) || '-' || CAST(t.task_index AS VARCHAR)
+        || CASE WHEN t.incarnation > 0 THEN '.' || CAST(t.incarnation AS VARCHAR) ELSE '' END
+        AS task_id,
+    CAST(t.job_id AS VARCHAR) AS job_id, t.submit_s, t.duration_s, t.cpu, t.mem,
+    0.0 AS gpu, u.cpu_used, u.mem_used,
+    CAST(NULL AS VARCHAR[]) AS inputs, CAST(NULL AS VARCHAR[]) AS depends_on,
+    CAST(t.priority AS INTEGER) AS priority, CAST(t.sched_class AS INTEGER) AS sched_class,
+    {end_names}[t.end_code + 1] AS end_event,
+    CAST(t.trace_attempts AS INTEGER) AS trace_attempts, t.trace_lost_s
+FROM read_parquet('{tasks}/*.parquet') t
+LEFT JOIN usage u USING (job_id, task_index)
+ORDER BY t.submit_s, t.job_id, t.task_index, t.incarnation
+"""
+
+JOBS_SQL = """
+WITH facts AS (SELECT * FROM read_parquet('{jobs}/*.parquet', union_by_name=true)),
+agg AS (
+    SELECT job_id,
+        coalesce(min(t) FILTER (from_job_events AND is_submit),
+                 min(t) FILTER (from_job_events), min(t)) AS submit_s,
+        coalesce(arg_min("user", t) FILTER (from_job_events AND "user" IS NOT NULL),
+                 arg_min("user", t) FILTER ("user" IS NOT NULL)) AS "user",
+        arg_min(name, t) FILTER (name IS NOT NULL) AS name,
+        coalesce(arg_min(sched_class, t) FILTER (from_job_events AND sched_class IS NOT NULL),
+                 arg_min(sched_class, t) FILTER (sched_class IS NOT NULL)) AS sched_class,
+        bool_or(from_job_events) AS in_job_events
+    FROM facts GROUP BY job_id
+),
+prio AS (SELECT job_id, max(priority) AS priority FROM read_parquet('{tasks}/*.parquet')
+         GROUP BY job_id)
+SELECT CAST(a.job_id AS VARCHAR) AS job_id, coalesce(a."user", 'unknown') AS "user",
+    CAST(NULL AS VARCHAR) AS queue, a.submit_s, CAST(p.priority AS INTEGER) AS priority,
+    a.name, CAST(a.sched_class AS INTEGER) AS sched_class,
+    a.in_job_events, a."user" IS NULL AS user_unknown
+FROM agg a LEFT JOIN prio p USING (job_id)
+ORDER BY a.job_id
+"""
+
+
+def _finish(scratch: Path, out: Path, ledger: Ledger) -> None:
+    """Reduce scratch parts into the canonical jobs and (submit-ordered) tasks tables."""
+    con = spill_connection(scratch)
+    end_names = "[" + ", ".join(f"'{n}'" for n in ts.END_NAMES) + "]"
+    paths = {"tasks": scratch / "tasks", "jobs": scratch / "jobs", "usage": scratch / "usage"}
+    if not any(paths["usage"].iterdir()):
+        pl.DataFrame(schema={"job_id": pl.Int64, "task_index": pl.Int64, "cpu_s": pl.Float64,
+                             "mem_s": pl.Float64, "cpu_dt": pl.Float64, "mem_dt": pl.Float64}
+                     ).write_parquet(paths["usage"] / "empty.parquet")
+    jobs = pl.from_arrow(con.sql(JOBS_SQL.format(**paths)).to_arrow_table())
+    ledger.repair("jobs", "job_from_task_events", int((~jobs["in_job_events"]).sum()))
+    ledger.repair("jobs", "user_unknown", int(jobs["user_unknown"].sum()))
+    write_table(out, "jobs", jobs.drop("in_job_events", "user_unknown").to_arrow())
+    write_query(con, TASKS_SQL.format(end_names=end_names, **paths), out, "tasks")
+    con.close()
+
+
+__all__ = ["Google2011"]
+_ = duckdb  # the reduction runs in DuckDB (see _finish)
