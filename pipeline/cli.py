@@ -73,6 +73,25 @@ def validate(
     typer.echo(json.dumps({"trace": str(trace), "ok": True, "rows": report.rows}))
 
 
+@app.command()
+@user_errors
+def fetch(
+    dataset: Annotated[str, typer.Argument(help="google2011, alibaba2017 or alibaba2018.")],
+    out: Annotated[Path, typer.Argument(help="Directory to download into (bucket layout).")],
+    parts: Annotated[list[str] | None, typer.Option("--parts", help=(
+        "Selectors: all, TABLE, TABLE:N, TABLE:A-B, or a file path; repeat or comma-join. "
+        "Default (google2011): machine_events, schema.csv, job_events:0, task_events:0."
+    ))] = None,
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", help="Download from this URL instead of the official location.")] = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress")] = True,
+) -> None:
+    """Download the official public files of DATASET into OUT (resumable, verified)."""
+    from pipeline.fetch import fetch as run_fetch
+
+    typer.echo(json.dumps(run_fetch(dataset, out, parts, base_url, progress)))
+
+
 def main() -> None:
     """Entry point for ``python -m pipeline``."""
     sys.exit(app())

@@ -118,7 +118,8 @@ def _task_events(
     for k, (path, frame) in enumerate(iter_parts(src, TASK_EVENTS, ledger, manifest.sources)):
         after = frame["time"] >= TIME_AFTER_WINDOW
         ledger.reject("task_events", "after_window", int(after.sum()), path=str(path))
-        frame = frame.filter(~after)
+        # Parts are published in time order; a stable sort keeps same-time order as given.
+        frame = frame.filter(~after).sort("time", maintain_order=True)
         window_end = max(window_end, _latest(frame["time"]))
         reasons, records = ts.fold_part(state, _arrays(frame))
         _count_reasons(ledger, reasons)

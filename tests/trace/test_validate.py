@@ -1,0 +1,98 @@
+"""The validator on any directory: valid traces pass; each kind of defect is found."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pipeline.trace.io import write_table
+from pipeline.trace.manifest import Manifest
+from pipeline.trace.validate import count_rows, validate
+
+
+def write_trace(root: Path, machines: list[dict], jobs: list[dict], tasks: list[dict]) -> Path:
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    write_table(root, "machines", pa.Table.from_pylist(machines))
+    write_table(root, "jobs", pa.Table.from_pylist(jobs))
+    write_table(root, "tasks", pa.Table.from_pylist(tasks))
+    manifest = Manifest(source_format="test")
+    manifest.rows = count_rows(root)
+    manifest.write(root)
+    return root
+
+
+FIXTURE_OK = [HealthCheck.function_scoped_fixture]  # each example rewrites its own dir
+
+task_rows = st.lists(
+    st.tuples(st.floats(0, 1e6), st.floats(0.001, 1e5), st.floats(0, 8), st.floats(0, 64),
+              st.integers(0, 2)),
+    min_size=1, max_size=30,
+)
+
+
+def build(rows: list[tuple]) -> tuple[list[dict], list[dict], list[dict]]:
+    machines = [{"machine_id": f"m{i}", "cpu": 8.0, "mem": 64.0} for i in range(3)]
+    jobs = [{"job_id": f"j{i}", "user": f"u{i}", "submit_s": 0.0} for i in range(3)]
+    rows = sorted(rows)
+    tasks = [{"task_id": f"t{k}", "job_id": f"j{r[4]}", "submit_s": r[0], "duration_s": r[1],
+              "cpu": r[2], "mem": r[3], "inputs": [f"m{r[4]}"],
+              "depends_on": [f"t{k - 1}"] if k else None} for k, r in enumerate(rows)]
+    return machines, jobs, tasks
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(rows=task_rows)
+def test_valid_traces_pass(tmp_path: Path, rows: list[tuple]) -> None:
+    report = validate(write_trace(tmp_path / "t", *build(rows)))
+    assert report.ok, report.problems
+
+
+DEFECTS = {
+    "duplicate task_id": lambda m, j, t: t.append(dict(t[-1])),
+    "duration_s must be finite and > 0": lambda m, j, t: t[0].update(duration_s=0.0),
+    "job_id not in jobs": lambda m, j, t: t[0].update(job_id="nope"),
+    "cpu must be > 0": lambda m, j, t: m[0].update(cpu=-1.0),
+    "inputs name unknown machines": lambda m, j, t: t[0].update(inputs=["m99"]),
+    "depends_on names unknown tasks": lambda m, j, t: t[0].update(depends_on=["zz"]),
+    "not sorted by submit_s": lambda m, j, t: t[-1].update(submit_s=-0.0 + t[0]["submit_s"] - 1),
+    "duplicate machine_id": lambda m, j, t: m.append(dict(m[0])),
+}
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(rows=task_rows.filter(lambda r: len(r) >= 2 and min(x[0] for x in r) >= 2),
+       defect=st.sampled_from(sorted(DEFECTS)))
+def test_each_defect_is_reported(tmp_path: Path, rows: list[tuple], defect: str) -> None:
+    machines, jobs, tasks = build(rows)
+    DEFECTS[defect](machines, jobs, tasks)
+    report = validate(write_trace(tmp_path / "t", machines, jobs, tasks))
+    assert any(defect in p.check for p in report.problems), report.problems
+
+
+def test_missing_tables_columns_and_manifest(tmp_path: Path) -> None:
+    report = validate(tmp_path)
+    assert {p.check for p in report.problems} >= {"missing tasks.parquet",
+                                                 "manifest.json missing"}
+    root = write_trace(tmp_path / "t", *build([(0.0, 1.0, 1.0, 1.0, 0)]))
+    tasks = pq.read_table(root / "tasks.parquet").drop_columns(["duration_s"])
+    pq.write_table(tasks, root / "tasks.parquet")  # a user's file, written without conforming
+    report = validate(root)
+    assert any("missing required column duration_s" in p.check for p in report.problems)
+
+
+def test_manifest_accounting_must_add_up(tmp_path: Path) -> None:
+    root = write_trace(tmp_path / "t", *build([(0.0, 1.0, 1.0, 1.0, 0)]))
+    manifest = Manifest.read(root)
+    manifest.input_rows = {"raw": 10}
+    manifest.rows_used = {"raw": 7}
+    manifest.rows_rejected = {"raw": {"bad": 2}}
+    manifest.write(root)
+    report = validate(root)
+    assert any("10 input rows but 7 used + 2 rejected" in p.check for p in report.problems)
