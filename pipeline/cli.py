@@ -42,6 +42,23 @@ def user_errors(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @app.command()
 @user_errors
+def generate(
+    out: Annotated[Path, typer.Argument(help="Directory to write the raw trace into.")],
+    fmt: Annotated[str, typer.Option("--format", help="google2011 or alibaba2018.")
+                   ] = "google2011",
+    machines: Annotated[int, typer.Option(help="Number of machines.")] = 200,
+    hours: Annotated[float, typer.Option(help="Length of the trace window in hours.")] = 24.0,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same bytes).")] = 0,
+) -> None:
+    """Write a synthetic trace in the raw published layout of FMT, shaped on the real trace."""
+    from pipeline.generate import generate as run_generate
+
+    typer.echo(json.dumps(run_generate(out, fmt, machines=machines, hours=hours, seed=seed),
+                          default=str))
+
+
+@app.command()
+@user_errors
 def ingest(
     fmt: Annotated[str, typer.Argument(help="Source format, e.g. google2011, alibaba2018.")],
     src: Annotated[Path, typer.Argument(help="Directory holding the raw published files.")],
@@ -90,6 +107,22 @@ def fetch(
     from pipeline.fetch import fetch as run_fetch
 
     typer.echo(json.dumps(run_fetch(dataset, out, parts, base_url, progress)))
+
+
+@app.command("bench-ingest")
+@user_errors
+def bench_ingest(
+    fmt: Annotated[str, typer.Option("--format", help="Raw format to ingest.")] = "google2011",
+    src: Annotated[Path | None, typer.Option(help="Raw trace to ingest (default: generate).")
+                   ] = None,
+    machines: Annotated[int, typer.Option(help="Machines of the generated trace.")] = 12_500,
+    hours: Annotated[float, typer.Option(help="Hours of the generated trace.")] = 96.0,
+    seed: Annotated[int, typer.Option(help="Seed of the generated trace.")] = 0,
+) -> None:
+    """Time one ingest (raw rows/s, rows per CPU-second, peak RSS) and print one JSON line."""
+    from pipeline.ingest.bench import bench_ingest as run
+
+    typer.echo(json.dumps(run(fmt, src, machines, hours, seed)))
 
 
 def main() -> None:

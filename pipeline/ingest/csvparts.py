@@ -10,6 +10,7 @@ silently reading half a part would lose rows without a trace.
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ import polars as pl
 from isal import igzip
 
 from pipeline.errors import TraceError
-from pipeline.trace.manifest import Ledger, SourceFile, sha256_file
+from pipeline.trace.manifest import Ledger, SourceFile
 
 INT = pl.Int64
 FLOAT = pl.Float64
@@ -52,20 +53,30 @@ class RawTable:
         return sorted(p for p in Path(src).glob(self.pattern) if p.is_file())
 
 
-def read_bytes(path: Path) -> bytes:
-    """The decompressed content of ``path`` (gzip by magic number, else plain)."""
+def read_raw(path: Path) -> bytes:
+    """The bytes of ``path`` as stored (compressed or not), with a clear error if unreadable."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise TraceError(f"cannot read file ({exc.strerror})", path) from exc
     if not raw:
         raise TraceError("empty file (0 bytes)", path)
+    return raw
+
+
+def decompress(raw: bytes, path: Path) -> bytes:
+    """Content of a stored file: gunzipped when it starts with the gzip magic number."""
     if raw[:2] != b"\x1f\x8b":
         return raw
     try:
         return _gunzip(raw)
     except (EOFError, OSError, zlib.error) as exc:
         raise TraceError(f"corrupt or truncated gzip ({exc})", path) from exc
+
+
+def read_bytes(path: Path) -> bytes:
+    """The decompressed content of ``path`` (gzip by magic number, else plain)."""
+    return decompress(read_raw(path), path)
 
 
 def _gunzip(raw: bytes) -> bytes:
@@ -104,13 +115,15 @@ def scan_lines(buf: np.ndarray) -> tuple[np.ndarray, ...]:  # pragma: no cover
     return starts[:k], ends[:k], counts[:k], numbers[:k]
 
 
-def read_part(path: Path, table: RawTable, ledger: Ledger, rel: str) -> pl.DataFrame:
+def read_part(
+    path: Path, table: RawTable, ledger: Ledger, rel: str, raw: bytes | None = None
+) -> pl.DataFrame:
     """Parse one part into a typed frame with a ``_line`` column (1-based line number).
 
     Rows with the wrong number of fields, unparsable numbers or empty mandatory fields are
     rejected into ``ledger``; the rest are returned.
     """
-    data = read_bytes(path)
+    data = decompress(raw if raw is not None else read_raw(path), path)
     starts, ends, counts, numbers = scan_lines(np.frombuffer(data, dtype=np.uint8))
     first = 1 if table.header else 0
     starts, ends, counts, numbers = starts[first:], ends[first:], counts[first:], numbers[first:]
@@ -217,9 +230,11 @@ def iter_parts(
     for path in files if files is not None else table.files(src):
         rel = str(path.relative_to(src)) if path.is_relative_to(src) else str(path)
         before = ledger.input_rows[table.name]
-        frame = read_part(path, table, ledger, rel)
+        raw = read_raw(path)
+        frame = read_part(path, table, ledger, rel, raw)
         sources.append(SourceFile(
-            path=rel, table=table.name, bytes=path.stat().st_size, sha256=sha256_file(path),
+            path=rel, table=table.name, bytes=len(raw), sha256=hashlib.sha256(raw).hexdigest(),
             rows=ledger.input_rows[table.name] - before,
         ))
+        del raw
         yield path, frame
