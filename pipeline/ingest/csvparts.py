@@ -11,6 +11,7 @@ silently reading half a part would lose rows without a trace.
 from __future__ import annotations
 
 import hashlib
+import io
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from pipeline.trace.manifest import Ledger, SourceFile
 INT = pl.Int64
 FLOAT = pl.Float64
 STR = pl.String
+BLOCK_BYTES = 256 * 1024 * 1024  # decompressed bytes parsed at once (bounds peak memory)
 
 
 @dataclass(frozen=True)
@@ -115,17 +117,24 @@ def scan_lines(buf: np.ndarray) -> tuple[np.ndarray, ...]:  # pragma: no cover
     return starts[:k], ends[:k], counts[:k], numbers[:k]
 
 
-def read_part(
-    path: Path, table: RawTable, ledger: Ledger, rel: str, raw: bytes | None = None
+def read_part(path: Path, table: RawTable, ledger: Ledger, rel: str) -> pl.DataFrame:
+    """Parse one whole part (small files; :func:`iter_parts` streams large ones in blocks)."""
+    return parse_block(read_bytes(path), table, ledger, rel)
+
+
+def parse_block(
+    data: bytes, table: RawTable, ledger: Ledger, rel: str, line_offset: int = 0,
+    skip_header: bool | None = None,
 ) -> pl.DataFrame:
-    """Parse one part into a typed frame with a ``_line`` column (1-based line number).
+    """Parse newline-aligned CSV bytes into a typed frame with ``_line`` (1-based, in the file).
 
     Rows with the wrong number of fields, unparsable numbers or empty mandatory fields are
-    rejected into ``ledger``; the rest are returned.
+    rejected into ``ledger``; the rest are returned.  ``line_offset`` is the number of lines
+    of the file before ``data``.
     """
-    data = decompress(raw if raw is not None else read_raw(path), path)
     starts, ends, counts, numbers = scan_lines(np.frombuffer(data, dtype=np.uint8))
-    first = 1 if table.header else 0
+    numbers += line_offset
+    first = 1 if (table.header if skip_header is None else skip_header) else 0
     starts, ends, counts, numbers = starts[first:], ends[first:], counts[first:], numbers[first:]
     ledger.read(table.name, len(starts))
     ncols = len(table.columns)
@@ -137,7 +146,7 @@ def read_part(
             field_name=f"{int(counts[bad[0]])} fields, expected {ncols}",
         )
         data = b"\n".join(data[s:e] for s, e in zip(starts[good], ends[good], strict=True))
-    elif table.header or b"\r" in data or _lines(data) != len(starts):
+    elif first or b"\r" in data or _lines(data) != len(starts):
         data = b"\n".join(data[s:e] for s, e in zip(starts, ends, strict=True))
     line_no = pl.Series("_line", numbers[good], dtype=pl.Int64)
     if not len(line_no):
@@ -224,17 +233,94 @@ def _number(raw: pl.Expr, dtype: type[pl.DataType] | pl.DataType) -> pl.Expr:
 
 def iter_parts(
     src: Path, table: RawTable, ledger: Ledger, sources: list[SourceFile],
-    files: Sequence[Path] | None = None,
+    files: Sequence[Path] | None = None, block_bytes: int = BLOCK_BYTES,
 ) -> Iterator[tuple[Path, pl.DataFrame]]:
-    """Yield ``(path, frame)`` for each part of ``table`` in order, recording each source file."""
+    """Yield ``(path, frame)`` for each part of ``table`` in order, recording each source file.
+
+    A part is decompressed as a stream and parsed in newline-aligned blocks of about
+    ``block_bytes``, so one huge published file (Alibaba 2018's ``batch_instance.csv``) is
+    read in bounded memory; a large part yields several frames in line order.
+    """
     for path in files if files is not None else table.files(src):
         rel = str(path.relative_to(src)) if path.is_relative_to(src) else str(path)
         before = ledger.input_rows[table.name]
-        raw = read_raw(path)
-        frame = read_part(path, table, ledger, rel, raw)
+        reader = _HashingReader(path)
+        lines = 0
+        for data in _blocks(reader, path, block_bytes):
+            frame = parse_block(data, table, ledger, rel, lines, table.header and lines == 0)
+            lines += data.count(b"\n")
+            yield path, frame
         sources.append(SourceFile(
-            path=rel, table=table.name, bytes=len(raw), sha256=hashlib.sha256(raw).hexdigest(),
+            path=rel, table=table.name, bytes=reader.size, sha256=reader.digest.hexdigest(),
             rows=ledger.input_rows[table.name] - before,
         ))
-        del raw
-        yield path, frame
+
+
+class _HashingReader(io.RawIOBase):
+    """A raw file reader that hashes and counts the stored bytes as they stream by."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            self._fh = path.open("rb")
+        except OSError as exc:
+            raise TraceError(f"cannot read file ({exc.strerror})", path) from exc
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        n = self._fh.readinto(buffer)
+        if n:
+            self.digest.update(memoryview(buffer)[:n])
+            self.size += n
+        return n or 0
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
+def _blocks(reader: _HashingReader, path: Path, block_bytes: int) -> Iterator[bytes]:
+    """Newline-terminated blocks of about ``block_bytes`` decompressed bytes."""
+    with reader:
+        head = reader.read(2)
+        if not head:
+            raise TraceError("empty file (0 bytes)", path)
+        stream: io.BufferedIOBase
+        body = io.BufferedReader(_Prefixed(head, reader), buffer_size=1 << 20)
+        stream = igzip.IGzipFile(fileobj=body, mode="rb") if head == b"\x1f\x8b" else body
+        carry = b""
+        try:
+            while block := stream.read(block_bytes):
+                data = carry + block
+                cut = data.rfind(b"\n")
+                if cut < 0:  # a line longer than a block: keep reading
+                    carry = data
+                    continue
+                carry = data[cut + 1:]
+                yield data[: cut + 1]
+        except (EOFError, OSError, zlib.error) as exc:
+            raise TraceError(f"corrupt or truncated gzip ({exc})", path) from exc
+        if carry.strip():
+            yield carry + b"\n"
+
+
+class _Prefixed(io.RawIOBase):
+    """``reader`` with ``prefix`` (bytes already read from it) put back in front."""
+
+    def __init__(self, prefix: bytes, reader: _HashingReader) -> None:
+        self._prefix = prefix
+        self._reader = reader
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        if self._prefix:
+            n = min(len(buffer), len(self._prefix))
+            buffer[:n] = self._prefix[:n]
+            self._prefix = self._prefix[n:]
+            return n
+        return self._reader.readinto(buffer)

@@ -26,6 +26,7 @@ def spill_connection(scratch: Path) -> duckdb.DuckDBPyConnection:
     con.execute(f"SET temp_directory='{spill}'")
     con.execute("SET preserve_insertion_order=true")
     con.execute("SET threads=2")
+    con.execute("SET enable_progress_bar=false")
     return con
 
 

@@ -7,7 +7,9 @@ trace's own units, stated in the manifest.
 
 Columns beyond the contract (allowed by it) carry what adapters know and replays may use:
 ``priority`` and ``sched_class`` on tasks, ``end_event``/``trace_attempts``/``trace_lost_s``
-describing what the source trace recorded for the task.  ``machine_downtime`` is an optional
+describing what the source trace recorded for the task, and ``synthetic`` (true for
+zero-resource barrier tasks an adapter adds to keep large dependency fan-ins linear; replays
+run them but metrics do not count them as work).  ``machine_downtime`` is an optional
 table of intervals during which a machine was removed from the trace's cluster.
 """
 
@@ -64,6 +66,7 @@ TASKS = pa.schema(
         pa.field("end_event", pa.string()),
         pa.field("trace_attempts", pa.int32()),
         pa.field("trace_lost_s", pa.float64()),
+        pa.field("synthetic", pa.bool_()),
     ]
 )
 
