@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import io
+import threading
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from queue import Queue
 
 import numba
 import numpy as np
@@ -246,7 +248,7 @@ def iter_parts(
         before = ledger.input_rows[table.name]
         reader = _HashingReader(path)
         lines = 0
-        for data in _blocks(reader, path, block_bytes):
+        for data in _prefetch(_blocks(reader, path, block_bytes)):
             frame = parse_block(data, table, ledger, rel, lines, table.header and lines == 0)
             lines += data.count(b"\n")
             yield path, frame
@@ -254,6 +256,34 @@ def iter_parts(
             path=rel, table=table.name, bytes=reader.size, sha256=reader.digest.hexdigest(),
             rows=ledger.input_rows[table.name] - before,
         ))
+
+
+def _prefetch(blocks: Iterator[bytes]) -> Iterator[bytes]:
+    """Read and inflate the next block in a thread while the caller parses this one.
+
+    File reads and ISA-L inflation release the GIL, so on two cores this overlaps I/O and
+    decompression with parsing; errors are re-raised in the caller, in order.
+    """
+    queue: Queue[tuple[bytes | None, BaseException | None]] = Queue(maxsize=1)
+
+    def produce() -> None:
+        try:
+            for block in blocks:
+                queue.put((block, None))
+            queue.put((None, None))
+        except BaseException as exc:  # handed to the consumer, never lost
+            queue.put((None, exc))
+
+    thread = threading.Thread(target=produce, daemon=True)
+    thread.start()
+    while True:
+        block, error = queue.get()
+        if error is not None:
+            raise error
+        if block is None:
+            break
+        yield block
+    thread.join()
 
 
 class _HashingReader(io.RawIOBase):

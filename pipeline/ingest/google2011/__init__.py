@@ -115,15 +115,18 @@ def _task_events(
     """Fold every task_events part; write emitted tasks and job facts; return machines seen."""
     state = ts.TaskState()
     seen: set[int] = set()
+    emitted = 0
     for k, (path, frame) in enumerate(iter_parts(src, TASK_EVENTS, ledger, manifest.sources)):
         after = frame["time"] >= TIME_AFTER_WINDOW
         ledger.reject("task_events", "after_window", int(after.sum()), path=str(path))
         # Parts are published in time order; a stable sort keeps same-time order as given.
-        frame = frame.filter(~after).sort("time", maintain_order=True)
+        frame = frame.filter(~after)
+        if not frame["time"].is_sorted():
+            frame = frame.sort("time", maintain_order=True)
         window_end = max(window_end, _latest(frame["time"]))
         reasons, records = ts.fold_part(state, _arrays(frame))
         _count_reasons(ledger, reasons)
-        _write_tasks(records, scratch / "tasks" / f"tasks-{k:05d}.parquet")
+        emitted = _write_tasks(records, emitted, scratch / "tasks" / f"tasks-{k:05d}.parquet")
         seen.update(frame["machine_id"].drop_nulls().unique().to_list())
         frame.filter(pl.col("user").is_not_null()).group_by("job_id").agg(
             t=seconds(pl.col("time")).min(), user=pl.col("user").first(),
@@ -131,7 +134,7 @@ def _task_events(
         ).with_columns(is_submit=pl.lit(False), name=pl.lit(None, pl.String),
                        from_job_events=pl.lit(False)).write_parquet(
             scratch / "jobs" / f"task-{k:05d}.parquet")
-    _write_tasks(ts.flush(state, window_end), scratch / "tasks" / "tasks-end.parquet")
+    _write_tasks(ts.flush(state, window_end), emitted, scratch / "tasks" / "tasks-end.parquet")
     for code, note in enumerate(ts.TASK_NOTES):
         count = int(state.notes[code])
         if code in (ts.N_NEVER, ts.N_ZERO, ts.N_NOREQ):
@@ -160,8 +163,12 @@ def _count_reasons(ledger: Ledger, reasons: np.ndarray) -> None:
         ledger.reject("task_events", ts.ROW_REASONS[code], int(counts[code]))
 
 
-def _write_tasks(records: dict[str, np.ndarray], path: Path) -> None:
-    pl.DataFrame(records).write_parquet(path)
+def _write_tasks(records: dict[str, np.ndarray], emitted: int, path: Path) -> int:
+    """Write emitted tasks with their emission sequence number; return the new total."""
+    n = len(records["submit_s"])
+    seq = np.arange(emitted, emitted + n, dtype=np.int64)
+    pl.DataFrame({**records, "seq": seq}).write_parquet(path)
+    return emitted + n
 
 
 def _task_usage(src: Path, usage_dir: Path, ledger: Ledger, manifest: Manifest) -> None:
@@ -195,6 +202,14 @@ def _machines(src: Path, out: Path, seen: set[int], ledger: Ledger, manifest: Ma
         write_table(out, "machine_downtime", downtime.sort("machine_id", "down_s").to_arrow())
 
 
+# Incarnations of the same (job, index) are numbered in submit then emission order.
+EMITTED_SQL = """
+CREATE TEMP TABLE emitted AS
+SELECT *, row_number() OVER (PARTITION BY job_id, task_index ORDER BY submit_s, seq) - 1
+    AS incarnation
+FROM read_parquet('{tasks}/*.parquet')
+"""
+
 TASKS_SQL = """
 WITH usage AS (
     SELECT job_id, task_index,
@@ -213,7 +228,7 @@ SELECT
     CAST(t.priority AS INTEGER) AS priority, CAST(t.sched_class AS INTEGER) AS sched_class,
     {end_names}[t.end_code + 1] AS end_event,
     CAST(t.trace_attempts AS INTEGER) AS trace_attempts, t.trace_lost_s
-FROM read_parquet('{tasks}/*.parquet') t
+FROM emitted t
 LEFT JOIN usage u USING (job_id, task_index)
 ORDER BY t.submit_s, t.job_id, t.task_index, t.incarnation
 """
@@ -256,6 +271,9 @@ def _finish(scratch: Path, out: Path, ledger: Ledger) -> None:
     ledger.repair("jobs", "job_from_task_events", int((~jobs["in_job_events"]).sum()))
     ledger.repair("jobs", "user_unknown", int(jobs["user_unknown"].sum()))
     write_table(out, "jobs", jobs.drop("in_job_events", "user_unknown").to_arrow())
+    con.execute(EMITTED_SQL.format(**paths))
+    resubmitted = con.execute("SELECT count(*) FROM emitted WHERE incarnation > 0").fetchall()
+    ledger.repair("tasks", "resubmitted_after_end", int(resubmitted[0][0]))
     write_query(con, TASKS_SQL.format(end_names=end_names, **paths), out, "tasks")
     con.close()
 

@@ -1,4 +1,4 @@
-# ruff: noqa: SIM109, SIM401  (numba: typed-dict .get is Optional; chained == compiles best)
+# ruff: noqa: SIM109  (numba: chained == compiles to plain compares)
 """Task life histories of Google 2011 ``task_events``, folded event by event in compiled code.
 
 A task's life is SUBMIT -> SCHEDULE -> (EVICT | FAIL | KILL | LOST | FINISH), with re-SUBMITs
@@ -14,7 +14,8 @@ Mapping to canonical tasks (one per *incarnation*):
 - Earlier attempts (evicted or failed, then re-submitted) are counted in ``trace_attempts``
   and their run time in ``trace_lost_s``: work the real cluster lost.
 - FINISH, KILL and LOST end an incarnation; a later SUBMIT of the same (job, index) starts a
-  new one, whose task id gets the suffix ``.N``.
+  new one, whose task id gets the suffix ``.N`` (numbered when the adapter reduces the
+  emitted tasks, so no memory of ended tasks is kept here).
 - ``submit_s`` is the incarnation's first SUBMIT.  Events stamped 0 happened before the
   window; a SUBMIT stamped 0 that already names a machine is a task running when the window
   opened, so it starts at 0 (the trace's snapshot rows).
@@ -26,8 +27,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import types
-from numba.typed import Dict
+
+from pipeline.ingest.inthash import EMPTY, IntMap, delete_at, find, insert_at
 
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST, UPDATE_PENDING, UPDATE_RUNNING = range(9)
 
@@ -48,12 +49,11 @@ TASK_NOTES = (
     "schedule_without_submit",    # repair: SCHEDULE for a task never submitted
     "duplicate_schedule",         # repair: SCHEDULE while already running, ignored
     "terminal_while_pending",     # repair: EVICT/FAIL/LOST while not running
-    "resubmitted_after_end",      # repair: new incarnation after FINISH/KILL/LOST
     "never_scheduled",            # drop: ended or window closed before it ever ran
     "zero_duration",              # drop: attempt of zero length
     "no_resource_request",        # drop: no cpu/mem request ever given
 )
-N_STARTED_BEFORE, N_CENSORED, N_SCHED_NO_SUBMIT, N_DUP_SCHED, N_TERM_PENDING, N_RESUBMIT, \
+N_STARTED_BEFORE, N_CENSORED, N_SCHED_NO_SUBMIT, N_DUP_SCHED, N_TERM_PENDING, \
     N_NEVER, N_ZERO, N_NOREQ = range(len(TASK_NOTES))
 
 MAX_TASK_INDEX = 1 << 22
@@ -61,23 +61,22 @@ NEVER = -1.0
 
 
 class TaskState:
-    """Slots for tasks in flight, grown on demand; a typed dict maps (job, index) to a slot."""
+    """Slots for tasks in flight, grown on demand; an IntMap maps (job, index) to a slot."""
 
     FLOAT_FIELDS = ("submit", "start", "cpu", "mem", "last_run", "lost")
-    INT_FIELDS = ("priority", "sched_class", "attempts", "last_end", "incarnation", "flags",
-                  "job", "index")
+    INT_FIELDS = ("priority", "sched_class", "attempts", "last_end", "flags", "job", "index")
 
     def __init__(self, capacity: int = 1 << 16) -> None:
-        self.slots = Dict.empty(key_type=types.int64, value_type=types.int64)
+        self.slots = IntMap(2 * capacity)
         self.free = np.arange(capacity - 1, -1, -1, dtype=np.int64)
         self.n_free = np.array([capacity], dtype=np.int64)
         self.f = np.full((len(self.FLOAT_FIELDS), capacity), np.nan)
         self.i = np.zeros((len(self.INT_FIELDS), capacity), dtype=np.int64)
         self.notes = np.zeros(len(TASK_NOTES), dtype=np.int64)
-        self.incarnations = Dict.empty(key_type=types.int64, value_type=types.int64)
 
     def reserve(self, extra: int) -> None:
         """Make sure ``extra`` more slots are free (one event opens at most one slot)."""
+        self.slots.reserve(extra)
         if self.n_free[0] >= extra:
             return
         old = self.f.shape[1]
@@ -97,10 +96,11 @@ def fold_part(state: TaskState, events: dict[str, np.ndarray]) -> tuple[np.ndarr
     n = len(events["time"])
     state.reserve(n)
     out_f = np.empty((6, n))
-    out_i = np.empty((6, n), dtype=np.int64)
+    out_i = np.empty((5, n), dtype=np.int64)
     reasons = np.zeros(n, dtype=np.int64)
+    m = state.slots
     emitted = _fold(
-        state.slots, state.incarnations, state.free, state.n_free, state.f, state.i, state.notes,
+        m.keys, m.values, m.count, state.free, state.n_free, state.f, state.i, state.notes,
         events["time"], events["job_id"], events["task_index"], events["machine_id"],
         events["event_type"], events["priority"], events["sched_class"], events["cpu"],
         events["mem"], reasons, out_f, out_i,
@@ -112,9 +112,10 @@ def flush(state: TaskState, window_end: float) -> dict:
     """Close every task still in flight at the window end; return the emitted tasks."""
     n = len(state.slots)
     out_f = np.empty((6, n))
-    out_i = np.empty((6, n), dtype=np.int64)
-    emitted = _flush(state.slots, state.f, state.i, state.notes, window_end, out_f, out_i)
-    state.slots.clear()
+    out_i = np.empty((5, n), dtype=np.int64)
+    emitted = _flush(state.slots.keys, state.slots.values, state.f, state.i, state.notes,
+                     window_end, out_f, out_i)
+    state.slots = IntMap()
     return _records(out_f[:, :emitted], out_i[:, :emitted])
 
 
@@ -122,14 +123,14 @@ def _records(out_f: np.ndarray, out_i: np.ndarray) -> dict[str, np.ndarray]:
     return {
         "submit_s": out_f[0], "duration_s": out_f[1], "cpu": out_f[2], "mem": out_f[3],
         "trace_lost_s": out_f[4], "job_id": out_i[0], "task_index": out_i[1],
-        "incarnation": out_i[2], "priority": out_i[3], "sched_class": out_i[4],
-        "end_code": out_i[5] & 0xFF, "trace_attempts": out_i[5] >> 8,
+        "priority": out_i[2], "sched_class": out_i[3],
+        "end_code": out_i[4] & 0xFF, "trace_attempts": out_i[4] >> 8,
     }
 
 
 # Field rows of TaskState.f / TaskState.i (kept in step with FLOAT_FIELDS / INT_FIELDS).
 _SUBMIT, _START, _CPU, _MEM, _LAST_RUN, _LOST = range(6)
-_PRIO, _CLASS, _ATTEMPTS, _LAST_END, _INCARN, _FLAGS, _JOB, _INDEX = range(8)
+_PRIO, _CLASS, _ATTEMPTS, _LAST_END, _FLAGS, _JOB, _INDEX = range(7)
 _FLAG_BEFORE = 1
 
 
@@ -139,10 +140,10 @@ def _key(job: np.int64, index: np.int64) -> np.int64:  # pragma: no cover - comp
 
 
 @numba.njit(cache=True)
-def _open(slots, incarnations, free, n_free, f, i, job, index, key, t):  # pragma: no cover
+def _open(keys, values, count, free, n_free, f, i, job, index, key, p, t):  # pragma: no cover
     n_free[0] -= 1
     s = free[n_free[0]]
-    slots[key] = s
+    insert_at(keys, values, count, p, key, s)
     f[:, s] = np.nan
     f[_SUBMIT, s] = t
     f[_START, s] = NEVER
@@ -152,9 +153,6 @@ def _open(slots, incarnations, free, n_free, f, i, job, index, key, t):  # pragm
     i[_LAST_END, s] = -1
     i[_JOB, s] = job
     i[_INDEX, s] = index
-    inc = incarnations[key] + 1 if key in incarnations else 0
-    incarnations[key] = inc
-    i[_INCARN, s] = inc
     return s
 
 
@@ -169,15 +167,15 @@ def _emit(f, i, s, notes, out_f, out_i, k, end_code, run):  # pragma: no cover -
         return k
     out_f[0, k], out_f[1, k] = f[_SUBMIT, s], run
     out_f[2, k], out_f[3, k], out_f[4, k] = f[_CPU, s], f[_MEM, s], f[_LOST, s]
-    out_i[0, k], out_i[1, k], out_i[2, k] = i[_JOB, s], i[_INDEX, s], i[_INCARN, s]
-    out_i[3, k], out_i[4, k] = i[_PRIO, s], i[_CLASS, s]
-    out_i[5, k] = end_code | (i[_ATTEMPTS, s] << 8)
+    out_i[0, k], out_i[1, k] = i[_JOB, s], i[_INDEX, s]
+    out_i[2, k], out_i[3, k] = i[_PRIO, s], i[_CLASS, s]
+    out_i[4, k] = end_code | (i[_ATTEMPTS, s] << 8)
     return k + 1
 
 
 @numba.njit(cache=True)
-def _close(slots, free, n_free, key, s):  # pragma: no cover - compiled
-    del slots[key]
+def _close(keys, values, count, free, n_free, p, s):  # pragma: no cover - compiled
+    delete_at(keys, values, count, p)
     free[n_free[0]] = s
     n_free[0] += 1
 
@@ -194,7 +192,7 @@ def _end_attempt(f, i, s, t, code):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _fold(slots, incarnations, free, n_free, f, i, notes, time, job, index, machine, etype,
+def _fold(keys, values, count, free, n_free, f, i, notes, time, job, index, machine, etype,
           prio, sclass, cpu, mem, reasons, out_f, out_i):  # pragma: no cover - compiled
     k = 0
     for r in range(time.size):
@@ -206,12 +204,13 @@ def _fold(slots, incarnations, free, n_free, f, i, notes, time, job, index, mach
             reasons[r] = 3
             continue
         key = _key(job[r], index[r])
-        s = slots[key] if key in slots else -1
-        if s < 0:
+        p = find(keys, key)
+        if p >= 0:
+            s = values[p]
+        else:
             if e == SUBMIT or e == SCHEDULE or e == UPDATE_PENDING:
-                s = _open(slots, incarnations, free, n_free, f, i, job[r], index[r], key, t)
-                if i[_INCARN, s] > 0:
-                    notes[N_RESUBMIT] += 1
+                p = -1 - p
+                s = _open(keys, values, count, free, n_free, f, i, job[r], index[r], key, p, t)
                 if e == SCHEDULE:
                     notes[N_SCHED_NO_SUBMIT] += 1
             else:
@@ -245,15 +244,17 @@ def _fold(slots, incarnations, free, n_free, f, i, notes, time, job, index, mach
             if e == FINISH or e == KILL or e == LOST:
                 # The record describes the last attempt that ran (none: never scheduled).
                 k = _emit(f, i, s, notes, out_f, out_i, k, i[_LAST_END, s], f[_LAST_RUN, s])
-                _close(slots, free, n_free, key, s)
+                _close(keys, values, count, free, n_free, p, s)
     return k
 
 
 @numba.njit(cache=True)
-def _flush(slots, f, i, notes, window_end, out_f, out_i):  # pragma: no cover - compiled
+def _flush(keys, values, f, i, notes, window_end, out_f, out_i):  # pragma: no cover - compiled
     k = 0
-    for key in slots:
-        s = slots[key]
+    for p in range(keys.size):
+        if keys[p] == EMPTY:
+            continue
+        s = values[p]
         if f[_START, s] >= 0.0:
             _end_attempt(f, i, s, window_end, E_CENSORED)
             notes[N_CENSORED] += 1

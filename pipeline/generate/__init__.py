@@ -1,0 +1,52 @@
+"""The generate stage: synthetic traces in the raw published layout of a public format.
+
+``GENERATORS`` maps a format name to its generator; :func:`generate` checks the arguments and
+writes atomically (a temporary directory beside ``out``, renamed when complete).  Output is a
+pure function of the arguments: the same arguments give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from pipeline.errors import UsageError
+from pipeline.generate.alibaba2018 import generate_alibaba2018
+from pipeline.generate.google2011 import generate_google2011
+from pipeline.trace.io import atomic_dir
+
+GENERATORS: dict[str, Callable[..., dict]] = {
+    "google2011": generate_google2011,
+    "alibaba2018": generate_alibaba2018,
+}
+
+
+def generate(out: Path, fmt: str, machines: int = 200, hours: float = 24.0, seed: int = 0,
+             **options: object) -> dict:
+    """Write a synthetic ``fmt`` trace of ``machines`` machines over ``hours`` into ``out``.
+
+    ``options`` go to the format's generator (``load`` for both, ``usage`` for google2011).
+    Returns a summary: rows per table, files written, offered load.
+    """
+    if fmt not in GENERATORS:
+        known = ", ".join(sorted(GENERATORS))
+        raise UsageError(f"unknown format '{fmt}' (known: {known})", field="--format")
+    if int(machines) != machines or machines < 1:
+        raise UsageError(f"must be a whole number >= 1, got {machines}", field="--machines")
+    if not math.isfinite(hours) or hours <= 0:
+        raise UsageError(f"must be a number > 0, got {hours}", field="--hours")
+    load = options.get("load", 0.65)
+    if not isinstance(load, int | float) or not 0 < load <= 10:
+        raise UsageError(f"must be a number in (0, 10], got {load!r}", field="load")
+    accepted = set(inspect.signature(GENERATORS[fmt]).parameters) - {"out", "machines",
+                                                                      "hours", "seed"}
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise UsageError(f"{fmt} takes no option {', '.join(unknown)} "
+                         f"(options: {', '.join(sorted(accepted))})")
+    with atomic_dir(Path(out)) as tmp:
+        summary = GENERATORS[fmt](tmp, machines=int(machines), hours=float(hours),
+                                  seed=int(seed), **options)
+    return {"out": str(out), "seed": int(seed), **summary}

@@ -1,0 +1,98 @@
+"""What the report shows, read from the warehouse views as polars frames (I/O at this edge)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from pipeline.errors import TraceError, UsageError
+from pipeline.warehouse.db import connect, describe_error
+
+VIEWS = ("policy_summary", "cost_savings", "utilization_over_time", "fairness_vs_wait",
+         "unschedulable_work")
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """The report views of one warehouse, for one baseline policy."""
+
+    baseline: str
+    summary: pl.DataFrame
+    savings: pl.DataFrame
+    utilization: pl.DataFrame
+    fairness: pl.DataFrame
+    unschedulable: pl.DataFrame
+
+    def traces(self) -> list[str]:
+        """The traces with at least one run, sorted."""
+        return sorted(self.summary["trace"].unique().to_list())
+
+    def for_trace(self, trace: str) -> ReportData:
+        """The same data restricted to one trace."""
+        def only(frame: pl.DataFrame) -> pl.DataFrame:
+            return frame.filter(pl.col("trace") == trace)
+
+        return ReportData(self.baseline, only(self.summary), only(self.savings),
+                          only(self.utilization), only(self.fairness), only(self.unschedulable))
+
+
+def read_report_data(db: Path, baseline: str) -> ReportData:
+    """Read every report view of warehouse ``db``, comparing costs against ``baseline``."""
+    with connect(db, read_only=True) as con:
+        if not _has_runs(con):
+            raise TraceError("the warehouse holds no runs (load some with `tracereplay load`)",
+                             db)
+        policies = _policies(con)
+        if baseline not in policies:
+            raise UsageError(
+                f"baseline policy {baseline!r} has no runs in the warehouse "
+                f"(policies: {', '.join(policies)})", db, field="--baseline",
+            )
+        con.execute("set variable baseline_policy = ?", [baseline])
+        frames = {view: _frame(con, view, db) for view in VIEWS}
+    return ReportData(
+        baseline,
+        summary=frames["policy_summary"],
+        savings=frames["cost_savings"],
+        utilization=frames["utilization_over_time"],
+        fairness=frames["fairness_vs_wait"],
+        unschedulable=frames["unschedulable_work"],
+    )
+
+
+def _has_runs(con: duckdb.DuckDBPyConnection) -> bool:
+    try:
+        row = con.execute("select count(*) from runs").fetchone()
+    except duckdb.CatalogException:
+        return False
+    return bool(row and row[0])
+
+
+def _policies(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r[0] for r in con.execute("select distinct policy from runs order by 1").fetchall()]
+
+
+def _frame(con: duckdb.DuckDBPyConnection, view: str, db: Path) -> pl.DataFrame:
+    """All rows of ``view``, JSON columns as text."""
+    try:
+        table = con.sql(f'select * from "{view}"').to_arrow_table()
+    except duckdb.Error as exc:
+        raise TraceError(f"cannot read view {view}: {describe_error(exc)}", db) from exc
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+def mean_over_seeds(frame: pl.DataFrame, values: list[str]) -> pl.DataFrame:
+    """One row per (trace, policy, label): the mean of ``values`` over seeds, and the seed count."""
+    keys = ["trace", "policy", "label"]
+    present = [v for v in values if v in frame.columns]
+    return (
+        frame.group_by(keys, maintain_order=True)
+        .agg([pl.col(v).cast(pl.Float64).mean() for v in present]
+             + [pl.col("seed").n_unique().alias("seeds")])
+        .sort(keys)
+    )

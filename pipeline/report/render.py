@@ -1,0 +1,139 @@
+"""Rendering report sections: a self-contained HTML page, Markdown tables and PNG charts.
+
+The HTML page inlines the Vega, Vega-Lite and vega-embed JavaScript (bundled offline by
+vl-convert), so it renders with no network.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+import vl_convert as vlc
+from altair.utils.html import vl_version_for_vl_convert
+
+from pipeline.report.sections import Section
+from pipeline.warehouse.query import format_value
+
+EMBED_OPTIONS = {"renderer": "svg", "actions": False}
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
+table { border-collapse: collapse; font-size: 13px; margin: .8em 0; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f4f4f4; }
+.note { color: #555; }
+.chart-error { color: #b00; }
+"""
+EMBED_SCRIPT = """
+for (const [id, spec] of CHARTS) {
+  vegaEmbed('#' + id, spec, EMBED_OPTIONS).catch((err) => {
+    const div = document.getElementById(id);
+    div.className = 'chart-error';
+    div.textContent = 'chart failed to render: ' + err;
+  });
+}
+"""
+
+
+def vl_version() -> str:
+    """The Vega-Lite version (vl-convert's spelling) matching Altair's schema."""
+    return vl_version_for_vl_convert()
+
+
+def chart_png(spec: dict[str, Any], scale: float = 2.0) -> bytes:
+    """A Vega-Lite spec rendered to PNG, offline."""
+    return vlc.vegalite_to_png(spec, vl_version=vl_version(), scale=scale)
+
+
+def html_page(title: str, intro: str, traces: Sequence[tuple[str, list[Section]]]) -> str:
+    """The whole report as one HTML document with every chart and its JavaScript inlined."""
+    body = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(intro)}</p>"]
+    specs: list[tuple[str, dict[str, Any]]] = []
+    for trace, sections in traces:
+        body.append(f"<h2>Trace {html.escape(trace)}</h2>")
+        for section in sections:
+            chart_id = f"chart-{len(specs)}" if section.chart is not None else None
+            body.append(html_section(section, chart_id))
+            if section.chart is not None and chart_id is not None:
+                specs.append((chart_id, section.chart.to_dict()))
+    bundle = vlc.javascript_bundle(vl_version=vl_version())
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{STYLE}</style>",
+        f'<script type="text/javascript">\n{_script_safe(bundle)}\n</script>',
+        "</head>",
+        "<body>",
+        *body,
+        '<script type="text/javascript">',
+        f"const EMBED_OPTIONS = {_json(EMBED_OPTIONS)};",
+        f"const CHARTS = {_json(specs)};",
+        EMBED_SCRIPT,
+        "</script>",
+        "</body>",
+        "</html>",
+    ])
+
+
+def html_section(section: Section, chart_id: str | None) -> str:
+    """One section: heading, note, chart placeholder, table."""
+    parts = [f'<section id="{section.key}">', f"<h3>{html.escape(section.title)}</h3>"]
+    if section.note:
+        parts.append(f'<p class="note">{html.escape(section.note)}</p>')
+    if chart_id is not None:
+        parts.append(f'<div class="chart" id="{chart_id}"></div>')
+    parts.append(html_table(section.table))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def html_table(frame: pl.DataFrame) -> str:
+    """``frame`` as an HTML table (numbers right-aligned)."""
+    numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
+    rows = []
+    for row in frame.iter_rows():
+        cells = "".join(
+            f'<td class="num">{html.escape(format_value(v))}</td>' if num
+            else f"<td>{html.escape(format_value(v))}</td>"
+            for v, num in zip(row, numeric, strict=True)
+        )
+        rows.append(f"<tr>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def markdown_table(frame: pl.DataFrame) -> str:
+    """``frame`` as a GitHub Markdown table (numbers right-aligned)."""
+    if not frame.columns:
+        return ""
+    numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    head = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "|".join("---:" if num else "---" for num in numeric) + "|"
+    rows = [
+        "| " + " | ".join(_md_cell(format_value(v)) for v in row) + " |"
+        for row in frame.iter_rows()
+    ]
+    return "\n".join([head, rule, *rows])
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _json(value: Any) -> str:
+    """JSON safe to place inside a <script> element."""
+    return (json.dumps(value, separators=(",", ":"))
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def _script_safe(javascript: str) -> str:
+    """JavaScript that cannot close its <script> element early."""
+    return javascript.replace("</script", "<\\/script")

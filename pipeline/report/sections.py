@@ -1,0 +1,116 @@
+"""The sections of a trace's report: a title, a chart and/or a table each (pure functions)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import altair as alt
+import polars as pl
+
+from pipeline.report import charts
+from pipeline.report.data import ReportData
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of a trace's report; ``key`` names its chart file."""
+
+    key: str
+    title: str
+    chart: alt.TopLevelMixin | None
+    table: pl.DataFrame
+    note: str = ""
+
+
+def trace_sections(data: ReportData) -> list[Section]:
+    """The sections for one trace (``data`` already restricted to it)."""
+    return [
+        Section("cost", "Node-hours and dollars against the baseline",
+                charts.cost_against_baseline_chart(data.savings), cost_table(data.savings),
+                baseline_note(data.savings, data.baseline)),
+        Section("provisioned-nodes", "Provisioned nodes over time",
+                charts.provisioned_nodes_chart(data.utilization),
+                provisioned_table(data.utilization)),
+        Section("allocated-capacity", "Allocated capacity over time",
+                charts.allocated_capacity_chart(data.utilization),
+                allocated_table(data.utilization)),
+        Section("utilization", "Utilization", charts.utilization_chart(data.summary),
+                utilization_table(data.summary)),
+        Section("fairness-wait", "Fairness against waiting",
+                charts.fairness_wait_chart(data.fairness), fairness_table(data.fairness),
+                "Jain's index over users (1 = perfectly fair) against task queueing delay."),
+        Section("unschedulable", "Work not done", None, unschedulable_table(data.unschedulable),
+                "A cheaper policy that leaves work undone is not a saving."),
+        Section("parameters", "Runs and their parameters", None, parameters_table(data.summary)),
+    ]
+
+
+def cost_table(savings: pl.DataFrame) -> pl.DataFrame:
+    """Per run: node-hours and dollars, and what each saves against the baseline run."""
+    return savings.select(
+        "label", "seed", "node_hours", "node_hours_saved", "node_hours_saved_pct",
+        "cost_usd", "cost_saved_usd", "cost_saved_pct", "baseline_run_id",
+    )
+
+
+def baseline_note(savings: pl.DataFrame, baseline: str) -> str:
+    """Which baseline the savings are against, and the seeds without a baseline run."""
+    missing = savings.filter(pl.col("baseline_run_id").is_null())["seed"].unique().sort()
+    note = f"Savings are against {baseline} on the same trace and seed (positive = cheaper)."
+    if len(missing):
+        seeds = ", ".join(str(s) for s in missing.to_list())
+        note += f" No {baseline} run for seed(s) {seeds}: their savings are blank."
+    return note
+
+
+def provisioned_table(utilization: pl.DataFrame) -> pl.DataFrame:
+    """Per run: mean and peak provisioned nodes and cpu/mem over the time grid."""
+    return _over_grid(utilization, ["nodes_provisioned", "cpu_provisioned", "mem_provisioned"])
+
+
+def allocated_table(utilization: pl.DataFrame) -> pl.DataFrame:
+    """Per run: mean and peak allocated cpu/mem over the time grid."""
+    return _over_grid(utilization, ["cpu_allocated", "mem_allocated"])
+
+
+def _over_grid(utilization: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+    """Per run (label, seed): the mean and peak of each of ``columns`` over time buckets."""
+    return (
+        utilization.group_by(["label", "seed"])
+        .agg([
+            *(pl.col(c).mean().alias(f"{c}_mean") for c in columns),
+            *(pl.col(c).max().alias(f"{c}_peak") for c in columns),
+        ])
+        .sort(["label", "seed"])
+    )
+
+
+def utilization_table(summary: pl.DataFrame) -> pl.DataFrame:
+    """Per run: time-weighted allocated and used utilization."""
+    return summary.select(
+        "label", "seed", "util_alloc_cpu", "util_alloc_mem", "util_used_cpu", "util_used_mem"
+    )
+
+
+def fairness_table(fairness: pl.DataFrame) -> pl.DataFrame:
+    """Per run: fairness, waiting and job completion times."""
+    return fairness.select(
+        "label", "seed", "jain_fairness", "wait_p50_s", "wait_p95_s", "jct_p50_s", "jct_p95_s",
+        "jct_p99_s",
+    )
+
+
+def unschedulable_table(unschedulable: pl.DataFrame) -> pl.DataFrame:
+    """Per run: tasks by final outcome, unschedulable requests and wasted run time."""
+    return unschedulable.select(
+        "label", "seed", "tasks", "tasks_finished", "tasks_unschedulable", "tasks_unfinished",
+        "tasks_killed", "unschedulable_cpu", "unschedulable_mem", "wasted_task_s",
+    )
+
+
+def parameters_table(summary: pl.DataFrame) -> pl.DataFrame:
+    """Per run: what was replayed and how."""
+    return summary.select(
+        "run_id", "policy", pl.col("params_text").alias("params"), "seed", "cluster_mode",
+        "wall_s", "code_version", "created_at",
+    )

@@ -1,0 +1,102 @@
+"""The ``report`` stage: warehouse views -> report.html, charts/*.png and summary.md.
+
+The output directory is written whole into a temporary directory and renamed into place,
+so a failed report leaves the previous one untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import UsageError
+from pipeline.report.data import ReportData, read_report_data
+from pipeline.report.render import chart_png, html_page, markdown_table
+from pipeline.report.sections import Section, trace_sections
+from pipeline.trace.io import atomic_dir
+
+TITLE = "tracereplay cost-savings report"
+REPORT_FILES = ("report.html", "summary.md")
+
+
+def report(db: Path, out: Path, baseline: str = "yarn-uniform") -> dict[str, Any]:
+    """Write the cost-savings report of warehouse ``db`` into directory ``out``.
+
+    ``out`` is replaced as a whole; to protect other files, an existing non-empty ``out``
+    must be a previous report (hold report.html or summary.md).
+    """
+    out = Path(out)
+    _check_replaceable(out)
+    data = read_report_data(Path(db), baseline)
+    traces = [(trace, trace_sections(data.for_trace(trace))) for trace in data.traces()]
+    intro = _intro(data, Path(db))
+    with atomic_dir(out) as tmp:
+        charts = write_charts(tmp / "charts", traces)
+        (tmp / "report.html").write_text(html_page(TITLE, intro, traces))
+        (tmp / "summary.md").write_text(summary_markdown(intro, traces))
+    return {
+        "out": str(out),
+        "baseline": baseline,
+        "traces": [t for t, _ in traces],
+        "runs": data.summary.height,
+        "html": str(out / "report.html"),
+        "summary": str(out / "summary.md"),
+        "charts": [str(out / "charts" / name) for name in charts],
+    }
+
+
+def _check_replaceable(out: Path) -> None:
+    """Refuse to replace a non-empty directory that is not a previous report."""
+    if out.exists() and not out.is_dir():
+        raise UsageError("exists and is not a directory", out, field="--out")
+    if out.is_dir() and any(out.iterdir()) and not any((out / f).exists() for f in REPORT_FILES):
+        raise UsageError(
+            "is not empty and holds no previous report; refusing to replace it "
+            "(give a new or empty directory)", out, field="--out",
+        )
+
+
+def _intro(data: ReportData, db: Path) -> str:
+    return (
+        f"{data.summary.height} runs of {len(data.traces())} trace(s) from warehouse {db}; "
+        f"savings against baseline policy {data.baseline}."
+    )
+
+
+def chart_name(trace: str, section: Section) -> str:
+    """The PNG file name of a section's chart."""
+    return f"{_slug(trace)}-{section.key}.png"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "trace"
+
+
+def write_charts(directory: Path, traces: list[tuple[str, list[Section]]]) -> list[str]:
+    """Render every chart to ``directory/NAME.png``; the file names."""
+    directory.mkdir(parents=True, exist_ok=True)
+    names = []
+    for trace, sections in traces:
+        for section in sections:
+            if section.chart is None:
+                continue
+            name = chart_name(trace, section)
+            (directory / name).write_bytes(chart_png(section.chart.to_dict()))
+            names.append(name)
+    return names
+
+
+def summary_markdown(intro: str, traces: list[tuple[str, list[Section]]]) -> str:
+    """The report as Markdown: per trace and section, the PNG chart and the table."""
+    lines = [f"# {TITLE}", "", intro, ""]
+    for trace, sections in traces:
+        lines += [f"## Trace {trace}", ""]
+        for section in sections:
+            lines += [f"### {section.title}", ""]
+            if section.note:
+                lines += [section.note, ""]
+            if section.chart is not None:
+                lines += [f"![{section.title}](charts/{chart_name(trace, section)})", ""]
+            lines += [markdown_table(section.table), ""]
+    return "\n".join(lines)

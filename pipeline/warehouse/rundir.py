@@ -1,0 +1,141 @@
+"""Reading a run directory: ``run.json`` and the Parquet tables a replay writes.
+
+A table is ``NAME.parquet`` (one file) or a directory ``NAME.parquet/`` of part files, as
+with canonical traces.  Extra columns and ``run.json`` keys are allowed; a missing file or
+required column is a :class:`TraceError` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.errors import TraceError
+
+REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "task_runs": (
+        "run_id", "task_id", "job_id", "user", "queue", "machine_id", "submit_s", "start_s",
+        "end_s", "outcome", "attempts", "locality", "cpu", "mem",
+    ),
+    "node_intervals": ("run_id", "machine_id", "up_s", "down_s", "cpu", "mem"),
+    "metrics": ("run_id", "metric", "value", "unit"),
+}
+REQUIRED_KEYS = ("run_id", "trace", "policy", "seed")
+KNOWN_KEYS = (
+    "run_id", "trace", "trace_path", "policy", "params", "seed", "wall_s", "code_version",
+    "created_at", "cluster",
+)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """A checked run directory: its ``run.json`` row and the files of each table."""
+
+    path: Path
+    run_id: str
+    row: dict[str, Any]
+    files: dict[str, list[Path]]
+
+
+def read_run_dir(path: Path) -> RunDir:
+    """Check that ``path`` holds a run (run.json, tables, required columns) and describe it."""
+    path = Path(path)
+    if not path.is_dir():
+        raise TraceError("not a run directory", path)
+    meta = read_run_json(path / "run.json")
+    files = {name: table_files(path, name) for name in REQUIRED_COLUMNS}
+    for name, parts in files.items():
+        for part in parts:
+            check_columns(part, REQUIRED_COLUMNS[name])
+    return RunDir(path, str(meta["run_id"]), runs_row(meta, path), files)
+
+
+def read_run_json(path: Path) -> dict[str, Any]:
+    """The run description, with the required keys present."""
+    if not path.is_file():
+        raise TraceError("run.json is missing", path)
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TraceError(f"unreadable JSON ({exc})", path) from exc
+    if not isinstance(meta, dict):
+        raise TraceError("expected a JSON object", path)
+    missing = [k for k in REQUIRED_KEYS if meta.get(k) is None]
+    if missing:
+        raise TraceError(f"missing key(s) {', '.join(missing)}", path)
+    for key in ("params", "cluster"):
+        if meta.get(key) is not None and not isinstance(meta[key], dict):
+            raise TraceError("expected a JSON object", path, field=key)
+    return meta
+
+
+def table_files(run: Path, name: str) -> list[Path]:
+    """The Parquet files of table ``name`` in run directory ``run``."""
+    path = run / f"{name}.parquet"
+    if path.is_dir():
+        parts = sorted(p for p in path.iterdir() if p.suffix == ".parquet")
+        if not parts:
+            raise TraceError("no Parquet part files", path)
+        return parts
+    if not path.is_file():
+        raise TraceError(f"{name}.parquet is missing", path)
+    return [path]
+
+
+def check_columns(path: Path, required: tuple[str, ...]) -> None:
+    """Raise unless the Parquet file at ``path`` is readable and has the ``required`` columns."""
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise TraceError(f"unreadable Parquet ({exc})", path) from exc
+    missing = [c for c in required if c not in schema.names]
+    if missing:
+        raise TraceError(f"missing column(s) {', '.join(missing)}", path)
+
+
+def runs_row(meta: dict[str, Any], run: Path) -> dict[str, Any]:
+    """The ``runs`` row of a run: known keys as columns, JSON objects as text, the rest in extra."""
+    extra = {k: v for k, v in meta.items() if k not in KNOWN_KEYS}
+    return {
+        "run_id": str(meta["run_id"]),
+        "trace": str(meta["trace"]),
+        "trace_path": _text(meta.get("trace_path")),
+        "policy": str(meta["policy"]),
+        "params": json.dumps(meta.get("params") or {}, sort_keys=True),
+        "seed": meta["seed"],
+        "wall_s": meta.get("wall_s"),
+        "code_version": _text(meta.get("code_version")),
+        "created_at": _text(meta.get("created_at")),
+        "cluster": json.dumps(meta.get("cluster") or {}, sort_keys=True),
+        "extra": json.dumps(extra, sort_keys=True, default=str),
+        "trace_tasks": trace_tasks(meta.get("trace_path"), run),
+        "run_path": str(run.resolve()),
+    }
+
+
+def trace_tasks(trace_path: Any, run: Path) -> int | None:
+    """Tasks in the replayed trace per its ``manifest.json`` (None when it cannot be found).
+
+    A relative ``trace_path`` is tried from the working directory, then from the run's parent.
+    """
+    if not trace_path:
+        return None
+    candidates = [Path(str(trace_path))]
+    if not candidates[0].is_absolute():
+        candidates.append(run.parent / candidates[0])
+    for trace in candidates:
+        try:
+            rows = json.loads((trace / "manifest.json").read_text()).get("rows", {})
+            return int(rows["tasks"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return None
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)

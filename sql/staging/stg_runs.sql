@@ -1,0 +1,26 @@
+-- One run's run.json (a one-row relation `src_runs` the loader builds), cast to warehouse types.
+with source as (
+    select * from src_runs
+),
+
+final as (
+    select
+        cast(run_id as varchar)                                        as run_id,
+        cast(trace as varchar)                                         as trace,
+        cast(trace_path as varchar)                                    as trace_path,
+        cast(policy as varchar)                                        as policy,
+        cast(params as json)                                           as params,
+        cast(seed as bigint)                                           as seed,
+        cast(wall_s as double)                                         as wall_s,
+        cast(code_version as varchar)                                  as code_version,
+        -- ISO text with or without an offset, stored as UTC
+        cast(timezone('UTC', cast(created_at as timestamptz)) as timestamp) as created_at,
+        cast(cluster as json)                                          as cluster,
+        cast(extra as json)                                            as extra,
+        cast(trace_tasks as bigint)                                    as trace_tasks,
+        cast(run_path as varchar)                                      as run_path,
+        cast(timezone('UTC', now()) as timestamp)                      as loaded_at
+    from source
+)
+
+select * from final

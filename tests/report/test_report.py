@@ -1,0 +1,126 @@
+"""The report: files, offline HTML, one chart per section, Markdown, errors, atomic output."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pytest
+
+from pipeline.errors import TraceError, UsageError
+from pipeline.report import charts, report
+from pipeline.report import stage as report_stage
+from pipeline.report.data import read_report_data
+from tests.report.conftest import SECTIONS, SECTIONS_WITH_CHARTS
+
+Built = tuple[Path, dict[str, Any]]
+
+
+def chart_specs(page: str) -> list[tuple[str, dict[str, Any]]]:
+    """The (div id, Vega-Lite spec) pairs the page embeds."""
+    match = re.search(r"const CHARTS = (.*);\n", page)
+    assert match is not None
+    return json.loads(match.group(1))
+
+
+def test_report_writes_html_pngs_and_markdown(built_report: Built) -> None:
+    out, result = built_report
+    assert result["traces"] == ["demo"] and result["runs"] == 2
+    assert sorted(p.name for p in out.iterdir()) == ["charts", "report.html", "summary.md"]
+    pngs = sorted((out / "charts").iterdir())
+    assert [p.name for p in pngs] == sorted(f"demo-{s}.png" for s in SECTIONS_WITH_CHARTS)
+    assert all(p.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") for p in pngs)
+    assert [Path(c).name for c in result["charts"]] == [f"demo-{s}.png"
+                                                         for s in SECTIONS_WITH_CHARTS]
+
+
+def test_html_is_self_contained(built_report: Built) -> None:
+    page = (built_report[0] / "report.html").read_text()
+    scripts = re.findall(r"<script\b[^>]*>", page)
+    assert scripts and not any("src=" in s for s in scripts)
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page)
+    assert "window.vegaEmbed" in page
+
+
+def test_one_chart_per_section(built_report: Built) -> None:
+    page = (built_report[0] / "report.html").read_text()
+    specs = chart_specs(page)
+    assert len(specs) == len(SECTIONS_WITH_CHARTS)
+    for key in SECTIONS:
+        section = re.search(rf'<section id="{key}">(.*?)</section>', page, re.S)
+        assert section is not None, key
+        divs = re.findall(r'<div class="chart" id="(chart-\d+)">', section.group(1))
+        assert len(divs) == (1 if key in SECTIONS_WITH_CHARTS else 0), key
+        assert "<table>" in section.group(1)
+    assert [s[0] for s in specs] == [f"chart-{i}" for i in range(len(specs))]
+    assert all("$schema" in spec for _, spec in specs)
+
+
+def test_summary_markdown(built_report: Built) -> None:
+    text = (built_report[0] / "summary.md").read_text()
+    assert "## Trace demo" in text
+    assert "| packing slack=0.1 [elastic] | 0 | 1.5 | 0.5 | 25 | 0.288 | 0.096 | 25 |" in text
+    for key in SECTIONS_WITH_CHARTS:
+        assert f"(charts/demo-{key}.png)" in text
+    assert "| run_id | policy | params | seed |" in text
+
+
+def test_baseline_option_and_unknown_baseline(warehouse: Path) -> None:
+    data = read_report_data(warehouse, "packing")
+    saved = dict(data.savings.select("policy", "node_hours_saved").iter_rows())
+    assert saved == {"packing": 0.0, "yarn-uniform": -0.5}
+    with pytest.raises(UsageError, match=r"baseline policy 'nope' .*packing, yarn-uniform"):
+        report(warehouse, warehouse.parent / "never", baseline="nope")
+    assert not (warehouse.parent / "never").exists()
+
+
+def test_empty_or_missing_warehouse(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.duckdb"
+    duckdb.connect(str(empty)).close()
+    with pytest.raises(TraceError, match="holds no runs"):
+        report(empty, tmp_path / "out")
+    with pytest.raises(TraceError, match="no such warehouse"):
+        report(tmp_path / "missing.duckdb", tmp_path / "out")
+
+
+def test_failed_report_leaves_the_previous_one(
+    built_report: Built, warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "summary.md").write_text("previous")
+
+    def broken(spec: dict[str, Any], scale: float = 2.0) -> bytes:
+        raise RuntimeError("renderer crashed")
+
+    monkeypatch.setattr(report_stage, "chart_png", broken)
+    with pytest.raises(RuntimeError, match="renderer crashed"):
+        report(warehouse, out)
+    assert [p.name for p in out.iterdir()] == ["summary.md"]
+    assert (out / "summary.md").read_text() == "previous"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".report")]
+
+
+def test_refuses_to_replace_a_directory_that_is_not_a_report(warehouse: Path,
+                                                             tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match="refusing to replace"):
+        report(warehouse, tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_charts_accept_empty_frames(warehouse: Path) -> None:
+    data = read_report_data(warehouse, "yarn-uniform")
+    for chart in (
+        charts.cost_against_baseline_chart(data.savings.clear()),
+        charts.provisioned_nodes_chart(data.utilization.clear()),
+        charts.allocated_capacity_chart(data.utilization.clear()),
+        charts.utilization_chart(data.summary.clear()),
+        charts.fairness_wait_chart(data.fairness.with_columns(
+            pl.lit(None, pl.Float64).alias("jain_fairness"))),
+    ):
+        assert "$schema" in chart.to_dict()
