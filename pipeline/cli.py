@@ -125,6 +125,166 @@ def bench_ingest(
     typer.echo(json.dumps(run(fmt, src, machines, hours, seed)))
 
 
+def parse_settings(pairs: list[str] | None) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs with YAML-typed values (``0.8`` -> float, ``true`` -> bool)."""
+    import yaml
+
+    from pipeline.errors import UsageError
+
+    settings: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"expected KEY=VALUE, got '{pair}'", field="--set")
+        try:
+            settings[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            settings[key.strip()] = value
+    return settings
+
+
+@app.command()
+@user_errors
+def replay(
+    trace: Annotated[Path, typer.Argument(help="Canonical trace directory.")],
+    policy: Annotated[str, typer.Option(help="Policy name (see `tracereplay policies`).")],
+    out: Annotated[Path, typer.Option(help="Run directory to write.")],
+    set_: Annotated[list[str] | None, typer.Option("--set", help=(
+        "KEY=VALUE policy parameter or cluster option (price_per_hour, billing, node_cpu, "
+        "node_mem, min_nodes, max_nodes, initial_nodes, boot_delay_s, upscale_wait_s, "
+        "idle_s); repeatable."))] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the run's random generator.")] = 0,
+    cluster: Annotated[str, typer.Option(help="fixed (the trace's machines) or elastic.")
+                       ] = "fixed",
+    horizon_s: Annotated[float | None, typer.Option(
+        help="Stop at this simulated time (tasks still open end 'unfinished').")] = None,
+) -> None:
+    """Replay one canonical trace through one policy into a run directory."""
+    from pipeline.replay.options import CLUSTER_PARAMS
+    from pipeline.replay.stage import replay as run_replay
+
+    settings = parse_settings(set_)
+    cluster_options = {k: v for k, v in settings.items() if k in CLUSTER_PARAMS}
+    params = {k: v for k, v in settings.items() if k not in CLUSTER_PARAMS}
+    result = run_replay(trace, policy, params, seed, out, cluster=cluster,
+                        cluster_options=cluster_options, horizon_s=horizon_s)
+    typer.echo(json.dumps({"run_id": result.run_id, "out": str(result.out_dir),
+                           "metrics": result.metrics}))
+
+
+@app.command()
+@user_errors
+def policies(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+) -> None:
+    """List policy names with their parameters, defaults and a one-line description."""
+    from pipeline.policies import describe_policies
+
+    described = describe_policies()
+    if as_json:
+        typer.echo(json.dumps(described, indent=1))
+        return
+    for policy in described:
+        typer.echo(f"{policy['name']}: {policy['summary']}")
+        typer.echo(f"  source: {policy['source']}")
+        for p in policy["params"]:
+            extra = f" choices={p['choices']}" if "choices" in p else ""
+            typer.echo(f"  --set {p['name']}={p['default']}  ({p['type']}{extra}) {p['help']}")
+
+
+@app.command()
+@user_errors
+def bench(
+    policy: Annotated[str, typer.Option(help="Policy to time.")] = "yarn-uniform",
+    machines: Annotated[int, typer.Option(help="Nodes of the synthetic cluster.")] = 12_500,
+    tasks: Annotated[int, typer.Option(help="Tasks of the synthetic workload.")] = 1_000_000,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic workload.")] = 0,
+    cluster: Annotated[str, typer.Option(help="fixed or elastic.")] = "fixed",
+    set_: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE policy param.")
+                    ] = None,
+) -> None:
+    """Time the replay core on a generated workload; print one JSON line."""
+    from pipeline.bench.run import bench as run_bench
+
+    typer.echo(json.dumps(run_bench(policy, machines, tasks, seed, parse_settings(set_),
+                                    cluster)))
+
+
+@app.command()
+@user_errors
+def sweep(
+    params: Annotated[Path, typer.Option(help="params.yaml with a 'sweep' section.")
+                      ] = Path("params.yaml"),
+    scheduler: Annotated[str | None, typer.Option(help=(
+        "Address of a dask.distributed scheduler (tcp://host:8786); 'serial' to run in this "
+        "process; default: a local cluster of worker processes."))] = None,
+    workers: Annotated[int | None, typer.Option(help="Local cluster worker processes.")
+                       ] = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress")] = True,
+) -> None:
+    """Replay traces x policies x parameter grid x seeds in parallel, skipping finished runs."""
+    from pipeline.sweep import sweep as run_sweep
+
+    typer.echo(json.dumps(run_sweep(params, scheduler, workers, progress)))
+
+
+@app.command()
+@user_errors
+def load(
+    runs: Annotated[list[Path], typer.Argument(help=(
+        "Run directories, directories holding run directories, or a sweep index.json."))],
+    db: Annotated[Path, typer.Option(help="DuckDB warehouse file.")],
+    baseline: Annotated[str | None, typer.Option(help="Baseline policy stored for views.")
+                        ] = None,
+) -> None:
+    """Load run directories into the DuckDB warehouse (idempotent, one transaction)."""
+    from pipeline.warehouse import load as run_load
+
+    typer.echo(json.dumps(run_load(expand_runs(runs), db, baseline=baseline), default=str))
+
+
+def expand_runs(paths: list[Path]) -> list[Path]:
+    """Run directories named directly, found one level down, or listed in an index.json."""
+    runs: list[Path] = []
+    for path in paths:
+        if path.is_file() and path.suffix == ".json":
+            runs.extend(Path(p) for p in json.loads(path.read_text())["runs"])
+        elif (path / "run.json").is_file() or not path.is_dir():
+            runs.append(path)
+        else:
+            runs.extend(sorted(p.parent for p in path.rglob("run.json")))
+    return runs
+
+
+@app.command()
+@user_errors
+def sql(
+    query: Annotated[str, typer.Argument(help="SQL text, a file, or a name from sql/.")],
+    db: Annotated[Path, typer.Option(help="DuckDB warehouse file.")],
+    max_rows: Annotated[int | None, typer.Option(help="Print at most this many rows.")] = None,
+) -> None:
+    """Run SQL (text, a file, or a report/check name from sql/) and print a table."""
+    from pipeline.warehouse import format_table
+    from pipeline.warehouse import sql as run_sql
+
+    columns, rows = run_sql(db, query, max_rows=max_rows)
+    typer.echo(format_table(columns, rows))
+
+
+@app.command()
+@user_errors
+def report(
+    db: Annotated[Path, typer.Option(help="DuckDB warehouse file.")],
+    out: Annotated[Path, typer.Option(help="Report directory to write.")],
+    baseline: Annotated[str, typer.Option(help="Policy the others are compared with.")
+                        ] = "yarn-uniform",
+) -> None:
+    """Write the cost-savings report: HTML (offline), PNG charts and a Markdown summary."""
+    from pipeline.report import report as run_report
+
+    typer.echo(json.dumps(run_report(db, out, baseline), default=str))
+
+
 def main() -> None:
     """Entry point for ``python -m pipeline``."""
     sys.exit(app())

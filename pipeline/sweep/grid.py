@@ -1,0 +1,124 @@
+"""The sweep grid: traces x policies x parameter grid x clusters x seeds, from params.yaml.
+
+``params.yaml`` section ``sweep``::
+
+    sweep:
+      traces: {demo: data/traces/demo}      # name -> canonical trace directory
+      runs_dir: data/runs
+      seeds: [0]
+      policies:                              # name -> params; a list value is a grid axis
+        yarn-uniform: {}
+        container-packing: {threshold: [0.6, 0.8]}
+      clusters:                              # name -> {kind, options}; a list value is an axis
+        fixed: {kind: fixed}
+        elastic: {kind: elastic, min_nodes: 0}
+
+Each run's directory is ``runs_dir/<trace>/<policy>/<key>`` where ``key`` hashes the run's
+whole specification and the trace's manifest, so a re-run finds finished runs (and a changed
+trace gets new ones) whatever order the runs execute in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import UsageError
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One replay to do: everything :func:`pipeline.replay.stage.replay` needs."""
+
+    trace: str
+    trace_dir: str
+    policy: str
+    params: dict[str, Any] = field(default_factory=dict)
+    cluster: str = "fixed"
+    cluster_options: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    key: str = ""
+    out_dir: str = ""
+
+    def to_json(self) -> str:
+        """The specification as canonical JSON (sorted keys)."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+def expand(options: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """All combinations of a mapping whose list values are grid axes (in sorted key order)."""
+    keys = sorted(options)
+    axes = [options[k] if isinstance(options[k], list) else [options[k]] for k in keys]
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*axes)]
+
+
+def trace_digest(trace_dir: Path) -> str:
+    """sha256 of the trace's manifest (which names its sources by hash): the trace's identity."""
+    manifest = Path(trace_dir) / "manifest.json"
+    if not manifest.is_file():
+        raise UsageError(f"not a canonical trace (no manifest.json): {trace_dir}")
+    return hashlib.sha256(manifest.read_bytes()).hexdigest()
+
+
+def build_grid(section: Mapping[str, Any], root: Path = Path(".")) -> list[RunSpec]:
+    """Every run of the ``sweep`` section, in a stable order, with its key and directory."""
+    traces = _mapping(section, "traces")
+    policies = _mapping(section, "policies")
+    clusters = section.get("clusters") or {"fixed": {"kind": "fixed"}}
+    seeds = section.get("seeds", [0])
+    runs_dir = root / section.get("runs_dir", "data/runs")
+    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
+        raise UsageError("sweep.seeds must be a list of integers", field="sweep.seeds")
+    specs = []
+    for trace, trace_path in sorted(traces.items()):
+        digest = trace_digest(root / trace_path)
+        for policy, params in sorted(policies.items()):
+            for combo in expand(params or {}):
+                for cluster_name, cluster in sorted(clusters.items()):
+                    for options in expand(cluster or {}):
+                        kind = options.pop("kind", cluster_name)
+                        for seed in seeds:
+                            specs.append(_spec(trace, str(root / trace_path), digest, policy,
+                                               combo, kind, options, seed, runs_dir))
+    return specs
+
+
+def _spec(trace: str, trace_dir: str, digest: str, policy: str, params: dict, kind: str,
+          options: dict, seed: int, runs_dir: Path) -> RunSpec:
+    identity = json.dumps({"trace": digest, "policy": policy, "params": params,
+                           "cluster": kind, "options": options, "seed": seed}, sort_keys=True)
+    key = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    out_dir = runs_dir / trace / policy / key
+    return RunSpec(trace, trace_dir, policy, params, kind, options, seed, key, str(out_dir))
+
+
+def check_specs(specs: list[RunSpec]) -> None:
+    """Fail before any run starts if a policy, parameter or cluster option is wrong.
+
+    User mistakes are found here, once, in the driver, rather than retried on every worker.
+    """
+    from pipeline.policies import policy_class, resolve_params
+    from pipeline.replay.options import CLUSTER_KINDS, CLUSTER_PARAMS, ELASTIC_ONLY
+
+    for spec in specs:
+        resolve_params(policy_class(spec.policy), spec.params)
+        if spec.cluster not in CLUSTER_KINDS:
+            raise UsageError(f"unknown cluster kind '{spec.cluster}' (known: "
+                             f"{', '.join(CLUSTER_KINDS)})", field="sweep.clusters")
+        for option in spec.cluster_options:
+            if option not in CLUSTER_PARAMS or (spec.cluster == "fixed"
+                                                and option in ELASTIC_ONLY):
+                raise UsageError(f"cluster option '{option}' does not apply to a "
+                                 f"{spec.cluster} cluster", field="sweep.clusters")
+
+
+def _mapping(section: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    value = section.get(name)
+    if not isinstance(value, Mapping) or not value:
+        raise UsageError(f"sweep.{name} must be a non-empty mapping", field=f"sweep.{name}")
+    return value
