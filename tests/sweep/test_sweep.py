@@ -1,0 +1,93 @@
+"""Sweeps: the grid, skipping finished runs, Dask = serial, and surviving a dying worker."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from pipeline.errors import UsageError
+from pipeline.generate import generate
+from pipeline.ingest.stage import ingest
+from pipeline.sweep import build_grid, sweep
+from pipeline.sweep.grid import RunSpec, check_specs, expand
+from pipeline.sweep.runner import run_dask, run_one
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("sweep")
+    generate(root / "raw", "google2011", machines=12, hours=3, seed=1)
+    ingest("google2011", root / "raw", root / "trace")
+    return root / "trace"
+
+
+def write_params(root: Path, trace: Path, runs_dir: str = "runs") -> Path:
+    section = {
+        "traces": {"t": str(trace)}, "runs_dir": runs_dir, "seeds": [0, 1],
+        "policies": {"yarn-uniform": {},
+                     "container-packing": {"high_memory_threshold": [0.6, 0.8]}},
+        "clusters": {"fixed": {"kind": "fixed"}, "elastic": {"kind": "elastic", "idle_s": 0}},
+    }
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / "params.yaml"
+    path.write_text(yaml.safe_dump({"sweep": section}))
+    return path
+
+
+def test_grid_is_the_full_product_with_stable_keys(trace: Path, tmp_path: Path) -> None:
+    assert expand({"a": [1, 2], "b": 3, "c": ["x", "y"]}) == [
+        {"a": 1, "b": 3, "c": "x"}, {"a": 1, "b": 3, "c": "y"},
+        {"a": 2, "b": 3, "c": "x"}, {"a": 2, "b": 3, "c": "y"}]
+    section = yaml.safe_load(write_params(tmp_path, trace).read_text())["sweep"]
+    specs = build_grid(section, tmp_path)
+    assert len(specs) == (1 + 2) * 2 * 2
+    assert len({s.key for s in specs}) == len(specs)
+    assert [s.key for s in build_grid(section, tmp_path)] == [s.key for s in specs]
+
+
+def test_user_mistakes_fail_before_any_run(trace: Path, tmp_path: Path) -> None:
+    bad = RunSpec("t", str(trace), "container-packing", {"threshold": 0.5}, out_dir="x")
+    with pytest.raises(UsageError, match="threshold"):
+        check_specs([bad])
+    with pytest.raises(UsageError, match="fixed cluster"):
+        check_specs([RunSpec("t", str(trace), "yarn-uniform", {}, "fixed", {"min_nodes": 1})])
+    with pytest.raises(UsageError, match="not found"):
+        sweep(tmp_path / "missing.yaml")
+
+
+def tables(run_dir: Path) -> dict[str, object]:
+    return {name: pq.read_table(run_dir / f"{name}.parquet")
+            for name in ("task_runs", "node_intervals", "metrics")}
+
+
+def test_dask_sweep_equals_serial_and_skips_finished_runs(trace: Path, tmp_path: Path) -> None:
+    serial = sweep(write_params(tmp_path / "a", trace), scheduler="serial", progress=False)
+    parallel = sweep(write_params(tmp_path / "b", trace), workers=2, progress=False)
+    assert serial["ran"] == parallel["ran"] == 12
+    for run in sorted((tmp_path / "a" / "runs").rglob("run.json")):
+        twin = tmp_path / "b" / run.parent.relative_to(tmp_path / "a")
+        for name, table in tables(run.parent).items():
+            assert table.equals(tables(twin)[name]), (run.parent, name)
+    again = sweep(tmp_path / "b" / "params.yaml", scheduler="serial", progress=False)
+    assert again == {**again, "ran": 0, "skipped": 12}
+
+
+def test_a_worker_that_dies_mid_run_is_retried_once(trace: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "died-once"
+    spec = RunSpec("t", str(trace), "yarn-uniform", {}, seed=0, key="k1",
+                   out_dir=str(tmp_path / "run"))
+
+    def dies_first_time(s: RunSpec) -> dict:
+        if not marker.exists():
+            marker.write_text("x")
+            os._exit(1)  # the worker process dies without a word
+        return run_one(s)
+
+    results = run_dask([spec], workers=2, progress=False, func=dies_first_time)
+    assert results[0]["skipped"] is False and marker.exists()
+    assert (tmp_path / "run" / "run.json").is_file()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
