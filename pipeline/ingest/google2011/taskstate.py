@@ -85,10 +85,13 @@ class TaskState:
         f[:, :old] = self.f
         i = np.zeros((self.i.shape[0], new), dtype=np.int64)
         i[:, :old] = self.i
-        added = np.arange(new - 1, old - 1, -1, dtype=np.int64)
-        free = np.concatenate([added, self.free[: self.n_free[0]]])
+        # The free stack must hold every slot: all of them can be closed again later.
+        n_free = int(self.n_free[0])
+        free = np.empty(new, dtype=np.int64)
+        free[:n_free] = self.free[:n_free]
+        free[n_free:n_free + new - old] = np.arange(new - 1, old - 1, -1, dtype=np.int64)
         self.f, self.i, self.free = f, i, free
-        self.n_free[0] = len(free)
+        self.n_free[0] = n_free + new - old
 
 
 def fold_part(state: TaskState, events: dict[str, np.ndarray]) -> tuple[np.ndarray, dict]:
