@@ -90,7 +90,8 @@ def _gunzip(raw: bytes) -> bytes:
 
 @numba.njit(cache=True, nogil=True)
 def scan_lines(buf: np.ndarray) -> tuple[np.ndarray, ...]:  # pragma: no cover
-    """Start, end (exclusive), field count and 1-based line number of each non-empty line.
+    """Start, end (exclusive), field count and 1-based line number of each non-empty line,
+    and the number of physical lines (empty ones included).
 
     One compiled pass: the formats read here never quote commas, so counting is exact.
     """
@@ -116,25 +117,26 @@ def scan_lines(buf: np.ndarray) -> tuple[np.ndarray, ...]:  # pragma: no cover
     if buf.size > start:
         starts[k], ends[k], counts[k], numbers[k] = start, buf.size, commas + 1, line
         k += 1
-    return starts[:k], ends[:k], counts[:k], numbers[:k]
+    physical = line - 1 if buf.size == start else line
+    return starts[:k], ends[:k], counts[:k], numbers[:k], physical
 
 
 def read_part(path: Path, table: RawTable, ledger: Ledger, rel: str) -> pl.DataFrame:
     """Parse one whole part (small files; :func:`iter_parts` streams large ones in blocks)."""
-    return parse_block(read_bytes(path), table, ledger, rel)
+    return parse_block(read_bytes(path), table, ledger, rel)[0]
 
 
 def parse_block(
     data: bytes, table: RawTable, ledger: Ledger, rel: str, line_offset: int = 0,
     skip_header: bool | None = None,
-) -> pl.DataFrame:
+) -> tuple[pl.DataFrame, int]:
     """Parse newline-aligned CSV bytes into a typed frame with ``_line`` (1-based, in the file).
 
     Rows with the wrong number of fields, unparsable numbers or empty mandatory fields are
-    rejected into ``ledger``; the rest are returned.  ``line_offset`` is the number of lines
-    of the file before ``data``.
+    rejected into ``ledger``; the rest are returned, with the number of physical lines in
+    ``data``.  ``line_offset`` is the number of lines of the file before ``data``.
     """
-    starts, ends, counts, numbers = scan_lines(np.frombuffer(data, dtype=np.uint8))
+    starts, ends, counts, numbers, physical = scan_lines(np.frombuffer(data, dtype=np.uint8))
     numbers += line_offset
     first = 1 if (table.header if skip_header is None else skip_header) else 0
     starts, ends, counts, numbers = starts[first:], ends[first:], counts[first:], numbers[first:]
@@ -148,22 +150,17 @@ def parse_block(
             field_name=f"{int(counts[bad[0]])} fields, expected {ncols}",
         )
         data = b"\n".join(data[s:e] for s, e in zip(starts[good], ends[good], strict=True))
-    elif first or b"\r" in data or _lines(data) != len(starts):
+    elif first or physical != len(starts) or b"\r" in data:
         data = b"\n".join(data[s:e] for s, e in zip(starts, ends, strict=True))
     line_no = pl.Series("_line", numbers[good], dtype=pl.Int64)
     if not len(line_no):
-        return _empty(table).with_columns(line_no)
+        return _empty(table).with_columns(line_no), physical
     try:  # fast path: every value parses as its published type
         frame = _parse(data, table, {c.name: c.dtype for c in table.columns})
-        return _check_mandatory(frame.with_columns(line_no), table, ledger, rel)
+        return _check_mandatory(frame.with_columns(line_no), table, ledger, rel), physical
     except (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError):
         frame = _parse(data, table, {c.name: pl.String for c in table.columns})
-        return _typed(frame.with_columns(line_no), table, ledger, rel)
-
-
-def _lines(data: bytes) -> int:
-    """Newline-separated lines in ``data``, empty ones included (polars would read those)."""
-    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        return _typed(frame.with_columns(line_no), table, ledger, rel), physical
 
 
 def _parse(data: bytes, table: RawTable, schema: dict) -> pl.DataFrame:
@@ -249,8 +246,9 @@ def iter_parts(
         reader = _HashingReader(path)
         lines = 0
         for data in _prefetch(_blocks(reader, path, block_bytes)):
-            frame = parse_block(data, table, ledger, rel, lines, table.header and lines == 0)
-            lines += data.count(b"\n")
+            frame, physical = parse_block(data, table, ledger, rel, lines,
+                                          table.header and lines == 0)
+            lines += physical
             yield path, frame
         sources.append(SourceFile(
             path=rel, table=table.name, bytes=reader.size, sha256=reader.digest.hexdigest(),
