@@ -1,0 +1,72 @@
+"""``bench``: time the replay on a synthetic canonical workload and report throughput.
+
+The workload is written to a temporary directory first (not timed), then a tiny replay of
+the same policy warms up the process (loading numba's compiled kernels from its cache costs
+about a second once per process; reported as ``startup_s``).  The timed part is one whole
+:func:`pipeline.replay.replay` call (reading the trace, the core, writing the run directory
+and its metrics), so ``tasks_per_s`` is what a user gets end to end.  ``sim_s`` and
+``sim_tasks_per_s`` isolate the core loop (arrivals, policy calls, completions).  Peak RSS
+is the process's high-water mark (``ru_maxrss``), workload generation included.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pipeline.bench.workload import synthetic_workload
+from pipeline.policies import policy_class
+from pipeline.replay import replay
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process, in MiB (Linux reports KiB)."""
+    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kib / 1024 if sys.platform != "darwin" else kib / 2**20
+
+
+def bench(policy: str, machines: int = 12_500, tasks: int = 1_000_000, seed: int = 0,
+          params: dict[str, Any] | None = None, cluster: str = "fixed",
+          workdir: Path | None = None) -> dict[str, Any]:
+    """Replay a synthetic workload of ``tasks`` tasks on ``machines`` nodes; return figures."""
+    policy_class(policy)  # fail fast on an unknown name
+    with tempfile.TemporaryDirectory(dir=workdir, prefix="tracereplay-bench-") as tmp:
+        trace = synthetic_workload(Path(tmp) / "trace", machines, tasks, seed)
+        started = time.perf_counter()
+        tiny = synthetic_workload(Path(tmp) / "tiny", 20, 200, seed)
+        replay(tiny, policy, params or {}, seed, Path(tmp) / "tiny-run", cluster=cluster)
+        startup = time.perf_counter() - started
+        started = time.perf_counter()
+        result = replay(trace, policy, params or {}, seed, Path(tmp) / "run", cluster=cluster)
+        wall = time.perf_counter() - started
+    summary = result.run["summary"]
+    return {
+        "policy": policy, "machines": machines, "tasks": tasks, "cluster": cluster,
+        "wall_s": round(wall, 3), "startup_s": round(startup, 3),
+        "tasks_per_s": round(tasks / wall, 1),
+        "events_per_s": round(summary["events"] / wall, 1),
+        "sim_s": round(summary["sim_s"], 3),
+        "sim_tasks_per_s": round(tasks / max(summary["sim_s"], 1e-9), 1),
+        "events": summary["events"], "scheduling_points": summary["scheduling_points"],
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "util_alloc_cpu": result.metrics.get("util_alloc_cpu"),
+        "tasks_finished": result.metrics.get("tasks_finished"),
+    }
+
+
+def main() -> None:
+    """``python -m pipeline.bench.run POLICY [MACHINES] [TASKS]``: print one JSON line."""
+    args = sys.argv[1:]
+    policy = args[0] if args else "yarn-uniform"
+    machines = int(args[1]) if len(args) > 1 else 12_500
+    tasks = int(args[2]) if len(args) > 2 else 1_000_000
+    print(json.dumps(bench(policy, machines, tasks)))
+
+
+if __name__ == "__main__":
+    main()

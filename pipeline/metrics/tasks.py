@@ -1,0 +1,83 @@
+"""Task- and job-level metrics from ``task_runs``: completion and waiting times, outcome
+counts, lost work, locality.
+
+- Job completion time: last task end - first task submit, over jobs whose tasks all
+  finished (percentiles use linear interpolation).
+- Wait (queueing delay): first start - ready (ready = submit, or when the last parent
+  finished), over tasks that started.
+- Locality fractions: among tasks with inputs that started, the share that ran on a node
+  holding an input (``node``) and the share that ran elsewhere in such a node's rack
+  (``rack``; exclusive of ``node``).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def quantile(frame: pl.DataFrame, column: str, q: float) -> float | None:
+    """The ``q`` quantile of ``column`` (linear interpolation), None for an empty frame."""
+    if frame.height == 0:
+        return None
+    value = frame.select(pl.col(column).quantile(q, interpolation="linear")).item()
+    return None if value is None else float(value)
+
+
+def job_completion_time(task_runs: pl.DataFrame) -> pl.DataFrame:
+    """Per job whose tasks all finished: ``job_id``, ``jct_s``."""
+    return (
+        task_runs.group_by("job_id")
+        .agg((pl.col("outcome") == "finished").all().alias("done"),
+             (pl.col("end_s").max() - pl.col("submit_s").min()).alias("jct_s"))
+        .filter(pl.col("done"))
+        .select("job_id", "jct_s")
+    )
+
+
+def jct_quantile_s(task_runs: pl.DataFrame, q: float) -> float | None:
+    return quantile(job_completion_time(task_runs), "jct_s", q)
+
+
+def task_wait(task_runs: pl.DataFrame) -> pl.DataFrame:
+    """Per started task: ``wait_s`` (first start - ready)."""
+    return task_runs.filter(pl.col("first_start_s").is_not_null()).select(
+        (pl.col("first_start_s") - pl.col("ready_s")).alias("wait_s"))
+
+
+def wait_quantile_s(task_runs: pl.DataFrame, q: float) -> float | None:
+    return quantile(task_wait(task_runs), "wait_s", q)
+
+
+def outcome_count(task_runs: pl.DataFrame, outcome: str) -> int:
+    return int(task_runs.select((pl.col("outcome") == outcome).sum()).item() or 0)
+
+
+def tasks_dependency_blocked(task_runs: pl.DataFrame, end_s: float) -> int:
+    """Tasks submitted before the end that never became ready (a parent never finished)."""
+    blocked = (pl.col("outcome") == "unfinished") & pl.col("ready_s").is_null() & (
+        pl.col("submit_s") <= end_s)
+    return int(task_runs.select(blocked.sum()).item() or 0)
+
+
+def preemptions(task_runs: pl.DataFrame) -> int:
+    return int(task_runs.select(pl.col("preemptions").sum()).item() or 0)
+
+
+def evictions(task_runs: pl.DataFrame) -> int:
+    return int(task_runs.select(pl.col("evictions").sum()).item() or 0)
+
+
+def wasted_task_s(task_runs: pl.DataFrame) -> float:
+    """Run time lost: attempts cut by preemption or eviction, plus the last run of killed tasks."""
+    killed = pl.when(pl.col("outcome") == "killed").then(
+        pl.col("end_s") - pl.col("start_s")).otherwise(0.0).fill_null(0.0)
+    lost = pl.col("wasted_s").fill_null(0.0) + killed
+    return float(task_runs.select(lost.sum()).item() or 0.0)
+
+
+def locality_fraction(task_runs: pl.DataFrame, level: str) -> float | None:
+    """Share of started tasks with inputs that ran at locality ``level``."""
+    with_inputs = task_runs.filter(pl.col("locality").is_not_null())
+    if with_inputs.height == 0:
+        return None
+    return float(with_inputs.select((pl.col("locality") == level).mean()).item())

@@ -1,0 +1,115 @@
+"""What every policy class shares: declared parameters, a constructor that only stores them,
+and the description ``tracereplay policies`` prints.
+
+A policy class declares ``PARAMS`` (name -> :class:`Param` with default, type, range and a
+one-line help), a one-line ``summary`` and the ``source`` it follows.  ``Policy(**params)``
+stores the values and nothing else (scikit-learn's estimator rule), so ``(name, params)``
+rebuilds the same object; per-run state is made in ``setup``.  The interface it implements
+is documented in :mod:`pipeline.sim.interface`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from pipeline.errors import UsageError
+from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One policy parameter: default, type, allowed range or choices, and a one-line help."""
+
+    default: Any
+    help: str
+    kind: type = float
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] | None = None
+
+    def coerce(self, policy: str, name: str, value: Any) -> Any:
+        """``value`` (a string from the command line, or a typed value) checked and typed."""
+        where = f"policy '{policy}' parameter '{name}'"
+        try:
+            value = self._typed(value)
+        except (TypeError, ValueError):
+            raise UsageError(f"{where}: expected {self.kind.__name__}, got {value!r}") from None
+        if self.choices is not None and value not in self.choices:
+            raise UsageError(f"{where}: {value!r} is not one of {', '.join(self.choices)}")
+        if self.low is not None and value < self.low:
+            raise UsageError(f"{where}: {value!r} is below the minimum {self.low:g}")
+        if self.high is not None and value > self.high:
+            raise UsageError(f"{where}: {value!r} is above the maximum {self.high:g}")
+        return value
+
+    def _typed(self, value: Any) -> Any:
+        if self.kind is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in _TRUE | _FALSE:
+                return text in _TRUE
+            raise ValueError(value)
+        if self.kind is int:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError(value)
+            return int(value)
+        if self.kind is float:
+            if isinstance(value, bool):
+                raise ValueError(value)
+            out = float(value)
+            if not np.isfinite(out):
+                raise ValueError(value)
+            return out
+        return self.kind(value)
+
+
+class PolicyBase:
+    """Base class of the registered policies (see :mod:`pipeline.sim.interface`)."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    source: ClassVar[str] = ""
+    PARAMS: ClassVar[dict[str, Param]] = {}
+    needs_running: ClassVar[bool] = False
+
+    def __init__(self, **params: Any) -> None:
+        unknown = sorted(set(params) - set(self.PARAMS))
+        if unknown:
+            raise UsageError(f"policy '{self.name}' has no parameter '{unknown[0]}' "
+                             f"(parameters: {', '.join(self.PARAMS) or 'none'})")
+        for key, param in self.PARAMS.items():
+            setattr(self, key, params.get(key, param.default))
+
+    def get_params(self) -> dict[str, Any]:
+        """The parameter values this object was built with (defaults filled in)."""
+        return {key: getattr(self, key) for key in self.PARAMS}
+
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
+        """Prepare per-run state; the default keeps the cluster facts and the generator."""
+        self.cluster_ = cluster
+        self.rng_ = rng
+
+    def decide(self, view: SchedView) -> Decisions:
+        raise NotImplementedError
+
+
+def resolve_params(cls: type[PolicyBase], raw: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Check and type ``raw`` against ``cls.PARAMS``; return every parameter with defaults."""
+    raw = dict(raw or {})
+    unknown = sorted(set(raw) - set(cls.PARAMS))
+    if unknown:
+        known = ", ".join(cls.PARAMS) or "none"
+        raise UsageError(f"policy '{cls.name}' has no parameter '{unknown[0]}' (parameters: "
+                         f"{known})")
+    return {
+        key: param.coerce(cls.name, key, raw[key]) if key in raw else param.default
+        for key, param in cls.PARAMS.items()
+    }

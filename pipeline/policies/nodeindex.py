@@ -1,0 +1,341 @@
+"""A compiled node index for placement policies, mirroring node state from the view.
+
+Each up node has a key, its memory usage (allocated / capacity, plus ``1e-6 x`` its cpu
+usage so nodes with equal memory usage still order by cpu), and ``val``: free cpu, free
+memory, free gpu and -- for *medium* nodes (at least one container, usage at or below the
+threshold) -- the memory headroom left under the threshold.  Two structures answer the
+queries in O(log n) (expected):
+
+- a segment tree over node slots (min key, max free room, count of empty nodes):
+  *least allocated first* is its lowest-key leaf that fits (least used nodes have the most
+  room, so pruning by room works), and a random *empty* node is its ``floor(u * count)``-th
+  empty leaf (else the next one that fits);
+- for packing, a treap of the busy nodes ordered by ``(key, slot)`` with subtree maxima of
+  room (:mod:`pipeline.policies.treap`): *medium set, higher usage first, staying at or
+  below the threshold* is its rightmost node whose headroom covers the request, and *busy
+  nodes, lower usage first* its leftmost node that fits.  (A slot-ordered tree cannot do
+  the first: the most used nodes are the ones with no room.)
+
+Ties in key go to the lower slot, except "highest usage first" (higher slot).  The index is
+refreshed from the view's ``changed`` nodes at each call (nodes it placed on itself already
+match; when many changed, both structures are rebuilt in O(n log n)) and updated as a batch
+is placed.  Capacity slack (``0.5e-9`` relative) is half the
+core's, so the index never accepts what the core would refuse.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from pipeline.policies import treap
+from pipeline.policies.treap import erase, insert, leftmost, rightmost
+from pipeline.sim.interface import NodeView
+
+SLACK = 0.5e-9
+TIE = 1e-6
+
+
+@njit(cache=True, inline="always")
+def _node_state(nd, cap, alloc, ncont, thr, key, val):
+    """Key and room of node ``nd`` from its capacity and allocation."""
+    mem = alloc[nd, 1] / cap[nd, 1] if cap[nd, 1] > 0 else 0.0
+    cpu = alloc[nd, 0] / cap[nd, 0] if cap[nd, 0] > 0 else 0.0
+    key[nd] = mem + TIE * cpu
+    for k in range(3):
+        val[nd, k] = cap[nd, k] * (1 + SLACK) + 0.5e-12 - alloc[nd, k]
+    headroom = thr * cap[nd, 1] * (1 + SLACK) - alloc[nd, 1]
+    val[nd, 3] = headroom if ncont[nd] > 0 and headroom >= 0 else -np.inf
+
+
+@njit(cache=True, inline="always")
+def _set_leaf(nd, up, ncont, key, val, skey, sfree, cnt):
+    """Write node ``nd``'s segment-tree leaf and update its ancestors."""
+    p = skey.shape[0] // 2
+    i = p + nd
+    skey[i] = key[nd] if up[nd] else np.inf
+    for k in range(3):
+        sfree[k, i] = val[nd, k] if up[nd] else -np.inf
+    cnt[i] = 1 if up[nd] and ncont[nd] == 0 else 0
+    i >>= 1
+    while i >= 1:
+        a, b = 2 * i, 2 * i + 1
+        k0 = min(skey[a], skey[b])
+        f0, f1, f2 = max(sfree[0, a], sfree[0, b]), max(sfree[1, a], sfree[1, b]), max(
+            sfree[2, a], sfree[2, b])
+        c0 = cnt[a] + cnt[b]
+        if (k0 == skey[i] and f0 == sfree[0, i] and f1 == sfree[1, i] and f2 == sfree[2, i]
+                and c0 == cnt[i]):
+            return  # unchanged here, so unchanged above
+        skey[i], sfree[0, i], sfree[1, i], sfree[2, i], cnt[i] = k0, f0, f1, f2, c0
+        i >>= 1
+
+
+@njit(cache=True)
+def _least_used(skey, sfree, rc, rm, rg, stack):
+    """Lowest slot with the smallest key whose leaf fits, by branch and bound.
+
+    ``stack`` holds (tree index, first slot under it, slots under it) triples, so a subtree
+    tying the best key is skipped only when all its slots come after the best one.
+    """
+    p = skey.shape[0] // 2
+    best, best_i = np.inf, -1
+    stack[0], stack[1], stack[2] = 1, 0, p
+    sp = 3
+    while sp > 0:
+        sp -= 3
+        i, lo, size = stack[sp], stack[sp + 1], stack[sp + 2]
+        k = skey[i]
+        if k > best or (k == best and lo > best_i):
+            continue
+        if sfree[0, i] < rc or sfree[1, i] < rm or sfree[2, i] < rg:
+            continue
+        if i >= p:
+            best, best_i = k, i - p
+            continue
+        half = size // 2
+        a, b = 2 * i, 2 * i + 1
+        first, second = (b, a) if skey[b] < skey[a] else (a, b)
+        for child in (second, first):  # ``first`` is popped next
+            stack[sp] = child
+            stack[sp + 1] = lo if child == a else lo + half
+            stack[sp + 2] = half
+            sp += 3
+    return best_i
+
+
+@njit(cache=True)
+def _update(nd, cap, alloc, ncont, up, thr, key, val, pri, left, right, parent, agg, member,
+            root, skey, sfree, cnt):
+    """Re-file node ``nd`` after its allocation or state changed."""
+    for tr in range(root.shape[0]):
+        if member[tr, nd]:
+            erase(root[tr:tr + 1], member[tr], nd, left[tr], right[tr], parent[tr], agg[tr],
+                  val, pri)
+    _node_state(nd, cap, alloc, ncont, thr, key, val)
+    if up[nd] and ncont[nd] > 0:
+        for tr in range(root.shape[0]):
+            insert(root[tr:tr + 1], member[tr], nd, left[tr], right[tr], parent[tr], agg[tr],
+                   val, key, pri)
+    _set_leaf(nd, up, ncont, key, val, skey, sfree, cnt)
+
+
+@njit(cache=True, inline="always")
+def _pick_low(u, cnt, val, rc, rm, rg):
+    """A random empty node that fits: the ``floor(u * count)``-th, else the next that fits."""
+    total = cnt[1]
+    if total == 0:
+        return -1
+    p = cnt.shape[0] // 2
+    r = min(int(u * total), total - 1)
+    i = 1
+    while i < p:
+        if cnt[2 * i] > r:
+            i = 2 * i
+        else:
+            r -= cnt[2 * i]
+            i = 2 * i + 1
+    start = i - p
+    for j in range(p):
+        nd = (start + j) % p
+        if cnt[p + nd] == 1 and val[nd, 0] >= rc and val[nd, 1] >= rm and val[nd, 2] >= rg:
+            return nd
+    return -1
+
+
+@njit(cache=True)
+def rebuild_states(cap, alloc, ncont, up, thr, key, val, skey, sfree, cnt):
+    """Recompute every node and the whole segment tree (the treap is rebuilt by the caller)."""
+    p = skey.shape[0] // 2
+    for nd in range(key.shape[0]):
+        _node_state(nd, cap, alloc, ncont, thr, key, val)
+        i = p + nd
+        skey[i] = key[nd] if up[nd] else np.inf
+        for k in range(3):
+            sfree[k, i] = val[nd, k] if up[nd] else -np.inf
+        cnt[i] = 1 if up[nd] and ncont[nd] == 0 else 0
+    for i in range(p - 1, 0, -1):
+        a, b = 2 * i, 2 * i + 1
+        skey[i] = min(skey[a], skey[b])
+        for k in range(3):
+            sfree[k, i] = max(sfree[k, a], sfree[k, b])
+        cnt[i] = cnt[a] + cnt[b]
+
+
+@njit(cache=True)
+def sync(changed, alloc, ncont, state, w_alloc, w_ncont, w_up, todo):
+    """Copy the changed nodes' state from the view; list in ``todo`` those that differ.
+
+    Nodes this index placed on last time already match the view and are skipped.
+    """
+    m = 0
+    for j in range(changed.shape[0]):
+        nd = changed[j]
+        up = state[nd] == 2
+        if (w_up[nd] == up and w_ncont[nd] == ncont[nd] and w_alloc[nd, 0] == alloc[nd, 0]
+                and w_alloc[nd, 1] == alloc[nd, 1] and w_alloc[nd, 2] == alloc[nd, 2]):
+            continue
+        for k in range(3):
+            w_alloc[nd, k] = alloc[nd, k]
+        w_ncont[nd] = ncont[nd]
+        w_up[nd] = up
+        todo[m] = nd
+        m += 1
+    return m
+
+
+@njit(cache=True)
+def update_nodes(todo, cap, alloc, ncont, up, thr, key, val, pri, left, right, parent, agg,
+                 member, root, skey, sfree, cnt):
+    """Re-file the nodes in ``todo`` one by one."""
+    for j in range(todo.shape[0]):
+        _update(todo[j], cap, alloc, ncont, up, thr, key, val, pri, left, right, parent, agg,
+                member, root, skey, sfree, cnt)
+
+
+@njit(cache=True, inline="always")
+def _dominates_failure(failed, n_failed, rc, rm, rg):
+    for j in range(n_failed - 1, -1, -1):  # the latest failures first
+        if rc >= failed[j, 0] and rm >= failed[j, 1] and rg >= failed[j, 2]:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _add_failure(failed, n_failed, rc, rm, rg):
+    """Keep the minimal failures only (one dominating the new one is dropped); return count."""
+    k = 0
+    for j in range(n_failed):
+        if not (failed[j, 0] >= rc and failed[j, 1] >= rm and failed[j, 2] >= rg):
+            failed[k] = failed[j]
+            k += 1
+    if k == failed.shape[0]:  # full: forget the oldest
+        failed[:-1] = failed[1:]
+        k -= 1
+    failed[k, 0], failed[k, 1], failed[k, 2] = rc, rm, rg
+    return k + 1
+
+
+@njit(cache=True)
+def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, key, val, pri,
+                left, right, parent, agg, member, root, skey, sfree, cnt, stack, out_req,
+                out_node):
+    """Place requests in order; return how many were placed (``out_*`` hold the pairs).
+
+    ``packing`` False: least allocated first.  True: the medium node with the highest usage
+    that stays at or below ``thr`` after placement, else a random empty node (``u[i]``),
+    else the busy node with the lowest usage.
+    """
+    c = 0
+    m = req.shape[0]
+    # Room only shrinks during a batch: a request at least as large as one that fit nowhere
+    # fits nowhere either, and once the smallest remaining request (suffix minimum) cannot
+    # fit, the scan stops -- so a long backlog costs little when the cluster is full.
+    failed = np.empty((16, 3))
+    n_failed = 0
+    low = np.empty((m + 1, 3))
+    low[m, :] = np.inf
+    for i in range(m - 1, -1, -1):
+        for k in range(3):
+            low[i, k] = min(req[i, k], low[i + 1, k])
+    for i in range(m):
+        if sfree[0, 1] < low[i, 0] or sfree[1, 1] < low[i, 1] or sfree[2, 1] < low[i, 2]:
+            break
+        rc, rm, rg = req[i, 0], req[i, 1], req[i, 2]
+        if sfree[0, 1] < rc or sfree[1, 1] < rm or sfree[2, 1] < rg:
+            continue  # fits no node now
+        if _dominates_failure(failed, n_failed, rc, rm, rg):
+            continue
+        if packing:
+            # headroom >= rm needs usage <= thr - rm / cap: bound the key (float margin)
+            bound = thr * (1 + SLACK) - rm / capmax_mem + 2 * TIE + 1e-9
+            nd = rightmost(root[0], bound, rc, rm, rg, rm, left[0], right[0], agg[0], val,
+                           key, stack)
+            if nd < 0:
+                nd = _pick_low(u[i], cnt, val, rc, rm, rg)
+            if nd < 0:
+                nd = leftmost(root[0], rc, rm, rg, -np.inf, left[0], right[0], agg[0], val,
+                              stack)
+        else:
+            nd = _least_used(skey, sfree, rc, rm, rg, stack)
+        if nd < 0:
+            if rc <= low[i + 1, 0] and rm <= low[i + 1, 1] and rg <= low[i + 1, 2]:
+                break
+            n_failed = _add_failure(failed, n_failed, rc, rm, rg)
+            continue
+        for k in range(3):
+            w_alloc[nd, k] += req[i, k]
+        w_ncont[nd] += 1
+        _update(nd, cap, w_alloc, w_ncont, w_up, thr, key, val, pri, left, right, parent, agg,
+                member, root, skey, sfree, cnt)
+        out_req[c] = i
+        out_node[c] = nd
+        c += 1
+    return c
+
+
+class NodeIndex:
+    """The policy-side mirror of node state, kept up to date from ``NodeView.changed``."""
+
+    def __init__(self, n_nodes: int, threshold: float = 1.0, busy: bool = False) -> None:
+        p = 1
+        while p < max(n_nodes, 1):
+            p *= 2
+        trees = 1 if busy else 0  # the busy-node treap (packing only)
+        self.threshold = threshold
+        self.key = np.zeros(n_nodes)
+        self.val = np.full((n_nodes, 4), -np.inf)
+        # fixed pseudo-random priorities: the shape, never the result, depends on them
+        self.pri = np.random.default_rng(0x7EA9).random(n_nodes)
+        self.left = np.full((trees, n_nodes), -1, dtype=np.int64)
+        self.right = np.full((trees, n_nodes), -1, dtype=np.int64)
+        self.parent = np.full((trees, n_nodes), -1, dtype=np.int64)
+        self.agg = np.full((trees, n_nodes, 4), -np.inf)
+        self.member = np.zeros((trees, n_nodes), dtype=np.bool_)
+        self.root = np.full(trees, -1, dtype=np.int64)
+        self.skey = np.full(2 * p, np.inf)
+        self.sfree = np.full((3, 2 * p), -np.inf)
+        self.cnt = np.zeros(2 * p, dtype=np.int64)
+        self.stack = np.zeros(max(n_nodes + 1, 3 * (2 * p + 2)), dtype=np.int64)
+        self.alloc = np.zeros((n_nodes, 3))
+        self.ncont = np.zeros(n_nodes, dtype=np.int32)
+        self.up = np.zeros(n_nodes, dtype=np.bool_)
+        self.capmax_mem = 0.0
+
+    def _arrays(self) -> tuple:
+        return (self.key, self.val, self.pri, self.left, self.right, self.parent, self.agg,
+                self.member, self.root, self.skey, self.sfree, self.cnt, self.stack)
+
+    def refresh(self, nodes: NodeView) -> None:
+        """Bring the changed nodes up to date (rebuild outright when many changed)."""
+        changed = np.ascontiguousarray(nodes.changed, dtype=np.int64)
+        if len(changed) == 0:
+            return
+        self.capmax_mem = max(self.capmax_mem, float(nodes.cap[changed, 1].max()))
+        todo = np.empty(len(changed), dtype=np.int64)
+        m = sync(changed, nodes.alloc, nodes.n_containers, nodes.state, self.alloc,
+                 self.ncont, self.up, todo)
+        if m * 8 <= len(self.key):
+            update_nodes(todo[:m], nodes.cap, self.alloc, self.ncont, self.up, self.threshold,
+                         *self._arrays()[:-1])
+            return
+        rebuild_states(nodes.cap, self.alloc, self.ncont, self.up, self.threshold, self.key,
+                       self.val, self.skey, self.sfree, self.cnt)
+        if len(self.root):
+            busy = np.flatnonzero(self.up & (self.ncont > 0))
+            order = busy[np.argsort(self.key[busy], kind="stable")]  # ties by slot
+            treap.build(order, self.root[0:1], self.member[0], self.left[0], self.right[0],
+                        self.parent[0], self.agg[0], self.val, self.pri, self.stack)
+
+    def place(self, nodes: NodeView, req: np.ndarray, u: np.ndarray | None,
+              packing: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Place ``req`` rows in order; return ``(request indices, node slots)``."""
+        m = len(req)
+        out_req = np.empty(m, dtype=np.int64)
+        out_node = np.empty(m, dtype=np.int64)
+        uu = np.zeros(m) if u is None else u
+        capmax = self.capmax_mem if self.capmax_mem > 0 else np.inf
+        c = place_batch(np.ascontiguousarray(req), uu, packing, self.threshold, nodes.cap,
+                        capmax, self.alloc, self.ncont, self.up, *self._arrays(), out_req,
+                        out_node)
+        return out_req[:c], out_node[:c]

@@ -1,0 +1,216 @@
+"""Compiled treaps ordering node slots by a usage key, with subtree maxima of their room.
+
+A treap holds a set of nodes in ``(key, slot)`` order; each node carries ``val`` (free cpu,
+free mem, free gpu, threshold headroom) and ``agg`` holds the maxima of ``val`` over its
+subtree.  Queries walk the order and skip any subtree whose maxima cannot fit the request:
+
+- ``leftmost``: the lowest-key node that fits (least allocated first);
+- ``rightmost``: the highest-key node with key <= a bound that fits (most allocated first).
+
+Insertion and removal are iterative (parent pointers and rotations), so each costs
+O(depth) simple steps.  Priorities are fixed pseudo-random numbers: the shape, and so the
+cost, is balanced in expectation; results depend only on keys.  ``key``, ``val`` and
+``pri`` are shared by the treaps of one index; each treap owns ``left``, ``right``,
+``parent``, ``agg``, ``member`` and ``root[0]``.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+
+@njit(cache=True, inline="always")
+def _pull(t, left, right, agg, val):
+    """Recompute ``agg[t]``; return whether it changed."""
+    a, b = left[t], right[t]
+    changed = False
+    for k in range(4):
+        m = val[t, k]
+        if a >= 0 and agg[a, k] > m:
+            m = agg[a, k]
+        if b >= 0 and agg[b, k] > m:
+            m = agg[b, k]
+        if agg[t, k] != m:
+            agg[t, k] = m
+            changed = True
+    return changed
+
+
+@njit(cache=True, inline="always")
+def _rotate_up(x, left, right, parent, root, agg, val):
+    """Rotate ``x`` above its parent."""
+    p = parent[x]
+    g = parent[p]
+    if left[p] == x:
+        b = right[x]
+        left[p] = b
+        right[x] = p
+    else:
+        b = left[x]
+        right[p] = b
+        left[x] = p
+    if b >= 0:
+        parent[b] = p
+    parent[p] = x
+    parent[x] = g
+    if g < 0:
+        root[0] = x
+    elif left[g] == p:
+        left[g] = x
+    else:
+        right[g] = x
+    _pull(p, left, right, agg, val)
+    _pull(x, left, right, agg, val)
+
+
+@njit(cache=True, inline="always")
+def _pull_up(t, must, left, right, parent, agg, val):
+    """Recompute maxima from ``t`` to the root: the first ``must`` nodes always, then only
+    while something changes (an unchanged node leaves its ancestors unchanged)."""
+    while t >= 0:
+        if not _pull(t, left, right, agg, val) and must <= 0:
+            return
+        must -= 1
+        t = parent[t]
+
+
+@njit(cache=True)
+def insert(root, member, node, left, right, parent, agg, val, key, pri):
+    """Add ``node`` (its key and val already set)."""
+    left[node] = -1
+    right[node] = -1
+    member[node] = True
+    t = root[0]
+    if t < 0:
+        root[0] = node
+        parent[node] = -1
+        _pull(node, left, right, agg, val)
+        return
+    while True:
+        if key[node] < key[t] or (key[node] == key[t] and node < t):
+            if left[t] < 0:
+                left[t] = node
+                break
+            t = left[t]
+        else:
+            if right[t] < 0:
+                right[t] = node
+                break
+            t = right[t]
+    parent[node] = t
+    _pull(node, left, right, agg, val)
+    while parent[node] >= 0 and pri[node] > pri[parent[node]]:
+        _rotate_up(node, left, right, parent, root, agg, val)
+    _pull_up(parent[node], 0, left, right, parent, agg, val)
+
+
+@njit(cache=True)
+def erase(root, member, node, left, right, parent, agg, val, pri):
+    """Remove ``node`` (before its key changes)."""
+    rotations = 0
+    while left[node] >= 0 and right[node] >= 0:
+        a, b = left[node], right[node]
+        _rotate_up(a if pri[a] > pri[b] else b, left, right, parent, root, agg, val)
+        rotations += 1
+    child = left[node] if left[node] >= 0 else right[node]
+    p = parent[node]
+    if child >= 0:
+        parent[child] = p
+    if p < 0:
+        root[0] = child
+    elif left[p] == node:
+        left[p] = child
+    else:
+        right[p] = child
+    # the nodes rotated above ``node`` still count it: recompute them all, then go on
+    # while maxima change
+    _pull_up(p, rotations, left, right, parent, agg, val)
+    left[node] = right[node] = parent[node] = -1
+    member[node] = False
+
+
+@njit(cache=True, inline="always")
+def _fits(row, rc, rm, rg, rh):
+    return row[0] >= rc and row[1] >= rm and row[2] >= rg and row[3] >= rh
+
+
+@njit(cache=True)
+def leftmost(t, rc, rm, rg, rh, left, right, agg, val, stack):
+    """The first node in key order that fits, or -1 (in-order walk, pruned by ``agg``)."""
+    sp = 0
+    while True:
+        while t >= 0 and _fits(agg[t], rc, rm, rg, rh):
+            stack[sp] = t
+            sp += 1
+            t = left[t]
+        if sp == 0:
+            return -1
+        sp -= 1
+        t = stack[sp]
+        if _fits(val[t], rc, rm, rg, rh):
+            return t
+        t = right[t]
+
+
+@njit(cache=True)
+def rightmost(t, bound, rc, rm, rg, rh, left, right, agg, val, key, stack):
+    """The last node with key <= ``bound`` that fits, or -1 (reverse in-order walk)."""
+    sp = 0
+    while True:
+        while t >= 0 and _fits(agg[t], rc, rm, rg, rh):
+            if key[t] > bound:  # t and its right subtree are out of range
+                t = left[t]
+                continue
+            stack[sp] = t
+            sp += 1
+            t = right[t]
+        if sp == 0:
+            return -1
+        sp -= 1
+        t = stack[sp]
+        if _fits(val[t], rc, rm, rg, rh):
+            return t
+        t = left[t]
+
+
+@njit(cache=True)
+def build(order, root, member, left, right, parent, agg, val, pri, queue):
+    """Rebuild the treap from ``order`` (nodes sorted by ``(key, slot)``) in O(n).
+
+    Cartesian-tree construction on the priorities with a stack, then maxima from the leaves
+    up (reverse breadth-first order).  ``queue`` is scratch space of at least n entries.
+    """
+    member[:] = False
+    sp = 0
+    for j in range(order.shape[0]):
+        node = order[j]
+        member[node] = True
+        last = -1
+        while sp > 0 and pri[queue[sp - 1]] < pri[node]:
+            sp -= 1
+            last = queue[sp]
+        left[node] = last
+        right[node] = -1
+        if last >= 0:
+            parent[last] = node
+        if sp > 0:
+            right[queue[sp - 1]] = node
+            parent[node] = queue[sp - 1]
+        else:
+            parent[node] = -1
+        queue[sp] = node
+        sp += 1
+    root[0] = queue[0] if sp > 0 else -1
+    if root[0] < 0:
+        return
+    queue[0] = root[0]
+    head, tail = 0, 1
+    while head < tail:  # breadth-first listing
+        t = queue[head]
+        head += 1
+        for c in (left[t], right[t]):
+            if c >= 0:
+                queue[tail] = c
+                tail += 1
+    for j in range(tail - 1, -1, -1):
+        _pull(queue[j], left, right, agg, val)

@@ -1,0 +1,179 @@
+"""Writing a run directory: per-task records joined with task identities, node intervals,
+metrics and ``run.json``.
+
+While the core runs, its per-task records (completion order) go to scratch Parquet files
+bucketed by trace row range, so memory stays bounded.  ``task_runs.parquet`` is then built
+by streaming the trace's tasks again (row order) beside each bucket's records sorted by row:
+every trace row has exactly one record, so the two line up without a join.  Outputs are
+written by pyarrow with a fixed layout, so the same run gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.sim.tasks import LOCALITIES, OUTCOMES, RecordChunk
+
+TASK_RUNS = "task_runs.parquet"
+NODE_INTERVALS = "node_intervals.parquet"
+METRICS = "metrics.parquet"
+RUN_JSON = "run.json"
+BUCKET_ROWS = 1 << 20
+
+
+class RecordStore:
+    """The core's record sink: chunks split by ``row // bucket_rows`` into scratch files."""
+
+    def __init__(self, scratch: Path, bucket_rows: int = BUCKET_ROWS) -> None:
+        self.scratch = scratch
+        self.bucket_rows = bucket_rows
+        self._files: dict[int, list[Path]] = {}
+        self._cached: tuple[int, dict[str, np.ndarray]] | None = None
+
+    def write(self, chunk: RecordChunk) -> None:
+        """Store one chunk (raw ``.npy`` columns: scratch needs speed, not compactness)."""
+        cols = {name: getattr(chunk, name) for name in chunk.__dataclass_fields__}
+        bucket = chunk.row // self.bucket_rows
+        for b in np.unique(bucket).tolist():
+            sel = bucket == b
+            files = self._files.setdefault(b, [])
+            path = self.scratch / f"records-{b:06d}-{len(files):06d}.npz"
+            np.savez(path, **{k: v[sel] for k, v in cols.items()})
+            files.append(path)
+
+    def close(self) -> None:
+        """Nothing is held open (kept for symmetry with other sinks)."""
+
+    def bucket(self, b: int) -> dict[str, np.ndarray]:
+        """Bucket ``b``'s records as numpy columns sorted by row (empty if none)."""
+        files = self._files.get(b, [])
+        if not files:
+            return {"row": np.zeros(0, dtype=np.int64)}
+        parts = [dict(np.load(f)) for f in files]
+        data = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        order = np.argsort(data["row"], kind="stable")
+        return {k: v[order] for k, v in data.items()}
+
+    def rows(self, lo: int, hi: int) -> dict[str, np.ndarray]:
+        """Records of trace rows ``lo:hi`` (exactly one per row), in row order."""
+        parts = []
+        for b in range(lo // self.bucket_rows, (hi - 1) // self.bucket_rows + 1):
+            if self._cached is None or self._cached[0] != b:
+                self._cached = (b, self.bucket(b))
+            data = self._cached[1]
+            base = b * self.bucket_rows
+            a, z = max(lo, base) - base, min(hi, base + self.bucket_rows) - base
+            rows = data["row"]
+            if len(rows) < z or not np.array_equal(rows[a:z], np.arange(a + base, z + base)):
+                raise RuntimeError(f"records of trace rows {lo}..{hi} are incomplete")
+            parts.append({k: v[a:z] for k, v in data.items()})
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def _dictionary(codes: np.ndarray, names: list[str] | tuple[str, ...]) -> pa.Array:
+    """String column from integer codes (-1 = null), dictionary-encoded."""
+    mask = codes < 0
+    indices = pa.array(np.where(mask, 0, codes).astype(np.int32), mask=mask)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(list(names), pa.string()))
+
+
+def _nullable(values: np.ndarray) -> pa.Array:
+    return pa.array(values, from_pandas=True)
+
+
+def task_runs_batches(identities: Iterator[tuple[int, pa.Table]], store: RecordStore,
+                      machine_ids: list[str], job_user: np.ndarray, job_queue: np.ndarray,
+                      users: tuple[str, ...], queues: tuple[str, ...],
+                      run_id: str) -> Iterator[pa.Table]:
+    """``task_runs`` in trace row order, one table per identity batch."""
+    no_queue = np.array([q == "" for q in queues] or [True])
+    for offset, ident in identities:
+        n = ident.num_rows
+        rec = store.rows(offset, offset + n)
+        job = rec["job"]
+        queue = np.where(no_queue[job_queue[job]], -1, job_queue[job])
+        yield pa.table({
+            "run_id": _dictionary(np.zeros(n, np.int32), [run_id]),
+            "task_id": ident["task_id"], "job_id": ident["job_id"],
+            "user": _dictionary(job_user[job], users), "queue": _dictionary(queue, queues),
+            "machine_id": _dictionary(rec["instance"], machine_ids),
+            "submit_s": ident["submit_s"], "ready_s": _nullable(rec["ready"]),
+            "first_start_s": _nullable(rec["first_start"]), "start_s": _nullable(rec["start"]),
+            "end_s": _nullable(rec["end"]), "outcome": _dictionary(rec["outcome"], OUTCOMES),
+            "attempts": rec["attempts"], "locality": _dictionary(rec["locality"], LOCALITIES),
+            "duration_s": ident["duration_s"], "cpu": ident["cpu"], "mem": ident["mem"],
+            "gpu": ident["gpu"], "cpu_used": ident["cpu_used"], "mem_used": ident["mem_used"],
+            "preemptions": rec["preemptions"], "evictions": rec["evictions"],
+            "wasted_s": rec["wasted"],
+        }, schema=WRITE_SCHEMA)
+
+
+def write_task_runs(batches: Iterator[pa.Table], out: Path) -> int:
+    """Write ``task_runs.parquet`` (strings read back as plain strings); return its rows."""
+    writer = pq.ParquetWriter(out, WRITE_SCHEMA, compression="zstd", store_schema=False,
+                              use_dictionary=DICTIONARY_COLUMNS)
+    rows = 0
+    for table in batches:
+        writer.write_table(table)
+        rows += table.num_rows
+    writer.close()
+    return rows
+
+
+TASK_RUNS_SCHEMA = pa.schema(
+    [(name, pa.string()) for name in ("run_id", "task_id", "job_id", "user", "queue",
+                                      "machine_id")]
+    + [(name, pa.float64()) for name in ("submit_s", "ready_s", "first_start_s", "start_s",
+                                         "end_s")]
+    + [("outcome", pa.string()), ("attempts", pa.int32()), ("locality", pa.string())]
+    + [(name, pa.float64()) for name in ("duration_s", "cpu", "mem", "gpu", "cpu_used",
+                                         "mem_used")]
+    + [("preemptions", pa.int32()), ("evictions", pa.int32()), ("wasted_s", pa.float64())]
+)
+
+_DICT = pa.dictionary(pa.int32(), pa.string())
+# Columns worth Parquet dictionary pages (few distinct values); the rest are plain.
+DICTIONARY_COLUMNS = ["run_id", "job_id", "user", "queue", "machine_id", "outcome", "locality"]
+WRITE_SCHEMA = pa.schema([
+    pa.field(f.name, _DICT) if f.name in ("run_id", "user", "queue", "machine_id", "outcome",
+                                          "locality") else f
+    for f in TASK_RUNS_SCHEMA
+])
+
+NODE_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("machine_id", pa.string()), ("up_s", pa.float64()),
+    ("down_s", pa.float64()), ("ready_s", pa.float64()), ("cpu", pa.float64()),
+    ("mem", pa.float64()), ("gpu", pa.float64()), ("price_per_hour", pa.float64()),
+    ("billing_s", pa.float64()),
+])
+
+
+def node_intervals_table(rows: list[list[float]], machine_ids: list[str], cap: np.ndarray,
+                         price_per_hour: float, billing_s: float, run_id: str) -> pa.Table:
+    """When each node was provisioned, with its capacity and price (one row per interval)."""
+    arr = np.array(rows, dtype=np.float64).reshape(-1, 4)
+    inst = arr[:, 0].astype(np.int64)
+    n = len(arr)
+    return pa.table({
+        "run_id": pa.array([run_id] * n, pa.string()),
+        "machine_id": pa.array([machine_ids[i] for i in inst], pa.string()),
+        "up_s": arr[:, 1], "down_s": arr[:, 3], "ready_s": arr[:, 2],
+        "cpu": cap[inst, 0] if n else np.zeros(0), "mem": cap[inst, 1] if n else np.zeros(0),
+        "gpu": cap[inst, 2] if n else np.zeros(0),
+        "price_per_hour": np.full(n, price_per_hour), "billing_s": np.full(n, billing_s),
+    }, schema=NODE_SCHEMA)
+
+
+def write_table(table: pa.Table, path: Path) -> None:
+    pq.write_table(table, path, compression="zstd")
+
+
+def write_json(data: dict[str, Any], path: Path) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

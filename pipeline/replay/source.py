@@ -1,0 +1,203 @@
+"""Reading a canonical trace for a replay: machines, jobs, dependency counts, and the task
+stream turned into the core's numpy batches (with each batch's identity columns kept aside
+for the output)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.errors import TraceError
+from pipeline.sim.cluster import up_periods
+from pipeline.sim.source import TaskBatch
+from pipeline.trace.io import has_table, part_files, read_table
+from pipeline.trace.manifest import Manifest
+from pipeline.trace.schema import DEFAULTS, TASKS
+
+BATCH_ROWS = 1 << 18
+SIM_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu", "cpu_used",
+               "mem_used", "inputs", "depends_on", "priority")
+IDENTITY_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu",
+                    "cpu_used", "mem_used")
+
+
+def _default_column(name: str, n: int) -> pa.Array:
+    value = DEFAULTS["tasks"].get(name)
+    kind = TASKS.field(name).type
+    return pa.nulls(n, kind) if value is None else pa.array([value] * n, kind)
+
+
+def _f64(col: pa.ChunkedArray | pa.Array, fill: float) -> np.ndarray:
+    return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+class TraceInput:
+    """A canonical trace directory opened for replay (small tables read, tasks streamed)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = Path(directory)
+        if not self.dir.is_dir():
+            raise TraceError("trace directory not found", self.dir)
+        manifest_path = self.dir / "manifest.json"
+        try:
+            self.manifest = Manifest.read(self.dir) if manifest_path.exists() else None
+        except (ValueError, TypeError) as exc:
+            raise TraceError(f"unreadable manifest ({exc})", manifest_path) from exc
+        self.machines = read_table(self.dir, "machines")
+        self.jobs = read_table(self.dir, "jobs")
+        self.downtime = (read_table(self.dir, "machine_downtime")
+                         if has_table(self.dir, "machine_downtime") else None)
+        part_files(self.dir, "tasks")  # fail now if absent
+        user = pc.dictionary_encode(self.jobs["user"]).combine_chunks()
+        queue = pc.dictionary_encode(pc.fill_null(self.jobs["queue"], "")).combine_chunks()
+        self.users = tuple(user.dictionary.to_pylist())
+        self.queues = tuple(queue.dictionary.to_pylist())
+        self.job_user = np.asarray(user.indices.to_numpy(zero_copy_only=False), np.int32)
+        self.job_queue = np.asarray(queue.indices.to_numpy(zero_copy_only=False), np.int32)
+        self._job_prio = np.asarray(_f64(self.jobs["priority"], 0), np.int32)
+        self._job_ids = self.jobs["job_id"].combine_chunks()
+
+    @property
+    def units(self) -> dict[str, str]:
+        return dict(self.manifest.units) if self.manifest else {}
+
+    def machine_cap(self) -> np.ndarray:
+        m = self.machines
+        return np.column_stack([_f64(m["cpu"], 0), _f64(m["mem"], 0), _f64(m["gpu"], 0)])
+
+    def machine_periods(self) -> list[tuple[int, float, float]]:
+        """Each machine's up periods from ``added_s``/``removed_s`` and ``machine_downtime``."""
+        m = self.machines
+        index = {mid: i for i, mid in enumerate(m["machine_id"].to_pylist())}
+        nodes, lo, hi = [], [], []
+        if self.downtime is not None and self.downtime.num_rows:
+            for mid, d, u in zip(*(self.downtime[c].to_pylist()
+                                   for c in ("machine_id", "down_s", "up_s")), strict=True):
+                if mid in index:
+                    nodes.append(index[mid])
+                    lo.append(d)
+                    hi.append(np.nan if u is None else u)
+        return up_periods(_f64(m["added_s"], 0), _f64(m["removed_s"], np.nan),
+                          np.array(nodes, np.int64), np.array(lo, np.float64),
+                          np.array(hi, np.float64))
+
+    def racks(self) -> np.ndarray:
+        enc = pc.dictionary_encode(self.machines["rack"]).combine_chunks()
+        return np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), np.int32)
+
+    def digest(self) -> str:
+        """A content hash identifying the trace (its manifest, else its Parquet files)."""
+        h = hashlib.sha256()
+        path = self.dir / "manifest.json"
+        files = [path] if path.exists() else [
+            f for name in ("machines", "jobs", "tasks", "machine_downtime")
+            if has_table(self.dir, name) for f in part_files(self.dir, name)]
+        for f in files:
+            with open(f, "rb") as fh:
+                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                    h.update(block)
+        return h.hexdigest()
+
+    def dependency_refs(self) -> dict[str, int]:
+        """How many times each task id is named in some task's ``depends_on``."""
+        counts: Counter[str] = Counter()
+        for f in part_files(self.dir, "tasks"):
+            pf = pq.ParquetFile(f)
+            if "depends_on" not in pf.schema_arrow.names:
+                continue
+            for batch in pf.iter_batches(columns=["depends_on"], batch_size=BATCH_ROWS):
+                flat = pc.list_flatten(batch.column(0))
+                if len(flat):
+                    vc = pc.value_counts(flat)
+                    counts.update(dict(zip(vc.field("values").to_pylist(),
+                                           vc.field("counts").to_pylist(), strict=True)))
+        counts.pop(None, None)
+        return dict(counts)
+
+    def _stream(self, columns: tuple[str, ...]) -> Iterator[tuple[int, pa.Table]]:
+        """``(first row, table)`` batches of the tasks with ``columns`` (defaults filled)."""
+        offset = 0
+        for f in part_files(self.dir, "tasks"):
+            try:
+                pf = pq.ParquetFile(f)
+                present = [c for c in columns if c in pf.schema_arrow.names]
+                for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=present):
+                    table = pa.Table.from_batches([batch])
+                    for c in columns:
+                        if c not in present:
+                            table = table.append_column(c, _default_column(c, batch.num_rows))
+                    yield offset, table.select(list(columns)).cast(
+                        pa.schema([TASKS.field(c) for c in columns]))
+                    offset += batch.num_rows
+            except (OSError, pa.ArrowInvalid) as exc:
+                raise TraceError(f"unreadable Parquet ({exc})", f) from exc
+
+    def identities(self) -> Iterator[tuple[int, pa.Table]]:
+        """The task columns ``task_runs`` copies, in row order."""
+        return self._stream(IDENTITY_COLUMNS)
+
+    def batches(self, node_of: dict[str, int] | None,
+                parents: set[str]) -> Iterator[TaskBatch]:
+        """The task stream as the core's numpy batches."""
+        for offset, table in self._stream(SIM_COLUMNS):
+            yield self._convert(table, offset, node_of, parents)
+
+    def _convert(self, t: pa.Table, offset: int, node_of: dict[str, int] | None,
+                 parents: set[str]) -> TaskBatch:
+        n = t.num_rows
+        row = np.arange(offset, offset + n, dtype=np.int64)
+        job = pc.index_in(t["job_id"], value_set=self._job_ids).combine_chunks()
+        if job.null_count:
+            bad = int(pc.index(pc.is_null(job), True).as_py())
+            raise TraceError(f"tasks row {offset + bad}: job_id {t['job_id'][bad].as_py()!r} "
+                             "is not in jobs", self.dir, field="job_id")
+        job_idx = np.asarray(job.to_numpy(zero_copy_only=False), np.int64)
+        submit, duration = _f64(t["submit_s"], np.nan), _f64(t["duration_s"], np.nan)
+        req = np.column_stack([_f64(t[c], 0) for c in ("cpu", "mem", "gpu")])
+        self._check(offset, submit, duration, req)
+        prio = np.where(pc.is_null(t["priority"]).to_numpy(zero_copy_only=False),
+                        self._job_prio[job_idx], _f64(t["priority"], 0)).astype(np.int32)
+        batch = TaskBatch(
+            row=row, submit=submit, duration=duration, req=req,
+            used=np.column_stack([_f64(t["cpu_used"], np.nan), _f64(t["mem_used"], np.nan)]),
+            user=self.job_user[job_idx], queue=self.job_queue[job_idx],
+            job=job_idx.astype(np.int32), priority=prio,
+        )
+        self._sparse(t, batch, node_of, parents)
+        return batch
+
+    def _check(self, offset: int, submit: np.ndarray, duration: np.ndarray,
+               req: np.ndarray) -> None:
+        for name, bad in (("submit_s", ~np.isfinite(submit)),
+                          ("duration_s", ~(np.isfinite(duration) & (duration > 0))),
+                          ("cpu/mem/gpu", ~np.all(np.isfinite(req) & (req >= 0), axis=1))):
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise TraceError(f"tasks row {offset + i}: {name} is invalid", self.dir,
+                                 field=name)
+
+    def _sparse(self, t: pa.Table, b: TaskBatch, node_of: dict[str, int] | None,
+                parents: set[str]) -> None:
+        """Fill the per-row dependencies, parent ids and input locations (rows that have them)."""
+        deps = t["depends_on"]
+        if deps.null_count < len(deps):
+            for i in np.flatnonzero(pc.fill_null(pc.list_value_length(deps), 0).to_numpy()
+                                    > 0).tolist():
+                b.deps[i] = deps[i].as_py()
+        if parents:
+            for i, tid in enumerate(t["task_id"].to_pylist()):
+                if tid in parents:
+                    b.task_id[i] = tid
+        inputs = t["inputs"]
+        if inputs.null_count < len(inputs):
+            lengths = pc.fill_null(pc.list_value_length(inputs), 0).to_numpy()
+            for i in np.flatnonzero(lengths > 0).tolist():
+                where = inputs[i].as_py() if node_of is not None else []
+                b.inputs[i] = np.array([node_of[m] for m in where if m in node_of], np.int64)

@@ -1,0 +1,154 @@
+"""The replay stage: one canonical trace x one policy (+ params, seed, cluster) -> a run directory.
+
+The run directory is written atomically (a temporary directory renamed into place) and
+holds ``task_runs.parquet``, ``node_intervals.parquet``, ``metrics.parquet`` and
+``run.json``.  ``run_id`` is a stable hash of the trace's content (its manifest), the policy,
+its resolved parameters, the seed, the cluster and the core options; the run's random
+generator is seeded from the same hash, so the same inputs give byte-identical tables.
+
+On an elastic cluster the trace's machines do not exist, so a task's ``inputs`` can never be
+local: tasks with inputs get locality ``any``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from pipeline import __version__
+from pipeline.errors import UsageError
+from pipeline.metrics import metrics_table
+from pipeline.policies import make_policy, policy_class, resolve_params
+from pipeline.replay import output as out
+from pipeline.replay.options import cluster_spec
+from pipeline.replay.source import TraceInput
+from pipeline.sim import ClusterSpec, ElasticCluster, FixedCluster, SimOptions, Simulation
+from pipeline.trace.io import atomic_dir
+
+
+@dataclass
+class RunResult:
+    """Where a run was written, its run.json content and its metrics by name."""
+
+    run_id: str
+    out_dir: Path
+    run: dict[str, Any]
+    metrics: dict[str, float | None]
+
+
+def run_identity(trace_digest: str, policy: str, params: Mapping[str, Any], seed: int,
+                 spec: ClusterSpec, options: SimOptions) -> str:
+    """The stable id of a run (64 hex digits; run_id is the first 16)."""
+    key = {"trace": trace_digest, "policy": policy, "params": dict(params), "seed": seed,
+           "cluster": spec.to_dict(), "sim": asdict(options)}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+def code_version() -> str:
+    """The package version, plus the git commit when run from a checkout."""
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
+            capture_output=True, text=True, timeout=5, check=False).stdout.strip()
+    except OSError:
+        sha = ""
+    return f"{__version__}+{sha}" if sha else __version__
+
+
+def _sim_options(sched_interval_s: float, horizon_s: float | None) -> SimOptions:
+    if not (np.isfinite(sched_interval_s) and sched_interval_s >= 0):
+        raise UsageError(f"sched_interval_s must be >= 0 (got {sched_interval_s})")
+    if horizon_s is not None and not (np.isfinite(horizon_s) and horizon_s >= 0):
+        raise UsageError(f"horizon_s must be >= 0 (got {horizon_s})")
+    return SimOptions(float(sched_interval_s), None if horizon_s is None else float(horizon_s))
+
+
+def build_cluster(spec: ClusterSpec, trace: TraceInput) -> FixedCluster | ElasticCluster:
+    """The fixed cluster of the trace's machines, or an elastic one from the template."""
+    if spec.kind == "elastic":
+        return ElasticCluster(spec)
+    m = trace.machines
+    speed = np.asarray(m["speed"].fill_null(1.0).to_numpy(), dtype=np.float64)
+    return FixedCluster(spec, m["machine_id"].to_pylist(), trace.machine_cap(), speed,
+                        trace.racks(), trace.machine_periods())
+
+
+def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None = None,
+           seed: int = 0, out_dir: Path | str = "run", *, cluster: str = "fixed",
+           cluster_options: Mapping[str, Any] | None = None, sched_interval_s: float = 1.0,
+           horizon_s: float | None = None) -> RunResult:
+    """Replay one canonical trace through one policy into the run directory ``out_dir``."""
+    started = time.perf_counter()
+    resolved = resolve_params(policy_class(policy), params)
+    options = _sim_options(sched_interval_s, horizon_s)
+    trace = TraceInput(Path(trace_dir))
+    spec = cluster_spec(cluster, cluster_options, trace.machine_cap(), trace.units)
+    digest = trace.digest()
+    identity = run_identity(digest, policy, resolved, int(seed), spec, options)
+    run_id = identity[:16]
+    rng = np.random.default_rng(np.random.SeedSequence(int(identity, 16)))
+    with atomic_dir(Path(out_dir)) as tmp:
+        summary, sim = _simulate(trace, policy, resolved, spec, options, rng, run_id, tmp)
+        cluster_obj = sim.cluster
+        cap = (trace.machine_cap() if spec.kind == "fixed"
+               else np.tile(cluster_obj.template, (len(cluster_obj.machine_ids), 1)))
+        nodes = out.node_intervals_table(cluster_obj.intervals.rows, cluster_obj.machine_ids,
+                                         cap, spec.price_per_hour, spec.billing_s, run_id)
+        out.write_table(nodes, tmp / out.NODE_INTERVALS)
+        metrics = _write_metrics(tmp, run_id, summary.end_s)
+        run = {
+            "run_id": run_id, "trace": trace.dir.name, "trace_path": str(trace.dir.resolve()),
+            "trace_digest": digest, "policy": policy, "params": resolved,
+            "seed": int(seed), "cluster": spec.to_dict(), "sim": asdict(options),
+            "summary": asdict(summary), "wall_s": round(time.perf_counter() - started, 3),
+            "code_version": code_version(),
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        out.write_json(run, tmp / out.RUN_JSON)
+    return RunResult(run_id, Path(out_dir), run, metrics)
+
+
+def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: ClusterSpec,
+              options: SimOptions, rng: np.random.Generator, run_id: str,
+              tmp: Path) -> tuple[Any, Simulation]:
+    """Run the core with records going to scratch files, then write ``task_runs``."""
+    scratch = tmp / ".scratch"
+    scratch.mkdir()
+    store = out.RecordStore(scratch)
+    cluster = build_cluster(spec, trace)
+    node_of = ({mid: i for i, mid in enumerate(cluster.machine_ids)}
+               if spec.kind == "fixed" else None)
+    refs = trace.dependency_refs()
+    sim = Simulation(
+        cluster, make_policy(policy, params), trace.batches(node_of, set(refs)), store.write,
+        users=trace.users, queues=trace.queues, dep_refs=refs, options=options, rng=rng,
+    )
+    summary = sim.run()
+    store.close()
+    batches = out.task_runs_batches(trace.identities(), store, cluster.machine_ids,
+                                    trace.job_user, trace.job_queue, trace.users,
+                                    trace.queues, run_id)
+    out.write_task_runs(batches, tmp / out.TASK_RUNS)
+    shutil.rmtree(scratch)
+    return summary, sim
+
+
+def _write_metrics(tmp: Path, run_id: str, end_s: float) -> dict[str, float | None]:
+    skip = {"run_id", "task_id", "queue", "machine_id"}  # not used by any metric
+    columns = [c for c in out.TASK_RUNS_SCHEMA.names if c not in skip]
+    task_runs = pl.read_parquet(tmp / out.TASK_RUNS, columns=columns)
+    nodes = pl.read_parquet(tmp / out.NODE_INTERVALS)
+    table = metrics_table(run_id, task_runs, nodes, end_s)
+    out.write_table(table.to_arrow(), tmp / out.METRICS)
+    return dict(zip(table["metric"].to_list(), table["value"].to_list(), strict=True))

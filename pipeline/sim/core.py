@@ -1,0 +1,303 @@
+"""The replay core: an event-driven, policy-blind, deterministic cluster simulation.
+
+Events are task arrivals (streamed in submit order), completions (a heap ordered by
+``(end_s, seq)``), node up/down (trace machines, booting elastic nodes), autoscaler deadlines
+and policy wake-ups.  The clock jumps from event to event; there is no fixed tick loop.
+Decisions are taken at *scheduling points*: the time of the next event rounded up to a grid
+of ``sched_interval_s`` (YARN's ResourceManager allocates on NodeManager heartbeats,
+``yarn.resourcemanager.nodemanagers.heartbeat-interval-ms`` = 1000 ms by default), so the
+policy sees every request that arrived meanwhile as one batch.  ``sched_interval_s = 0``
+makes every event time a scheduling point.  Completions keep their exact times.  The policy
+is called only when something changed (new requests, freed resources, a node came up) or it
+asked to be woken.
+
+Determinism: all ties are broken by sequence numbers or slot/row order, randomness comes
+only from the run's generator given to the policy, and outputs are flat per-task records
+handed to a sink in chunks.  The core does no I/O and knows no policy by name.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipeline.sim import kernels
+from pipeline.sim.cluster import FixedCluster
+from pipeline.sim.deps import Dependencies
+from pipeline.sim.interface import ClusterInfo, NodeView, Policy, SchedView, readonly
+from pipeline.sim.ops import Operations
+from pipeline.sim.pending import PendingQueue
+from pipeline.sim.source import Arrivals, TaskBatch
+from pipeline.sim.tasks import (
+    BLOCKED,
+    HAS_INPUTS,
+    IS_PARENT,
+    N_DONE,
+    PENDING,
+    PREEMPTED,
+    RUNNING,
+    UNFINISHED,
+    UNSCHEDULABLE,
+    Heap,
+    Records,
+    RecordSink,
+    TaskTable,
+)
+
+Cluster = FixedCluster  # or pipeline.sim.autoscaler.ElasticCluster (same duck type)
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """Knobs of the core that are not the policy's: batching grid and optional horizon."""
+
+    sched_interval_s: float = 1.0
+    horizon_s: float | None = None
+
+
+@dataclass
+class SimSummary:
+    """What the core counted while running (the records carry the rest)."""
+
+    end_s: float
+    tasks: int
+    events: int
+    scheduling_points: int
+    policy_calls: int
+    placements: int
+    sim_s: float = 0.0
+
+
+class Simulation(Operations):
+    """One replay of a task stream on a cluster through a policy."""
+
+    def __init__(self, cluster: Cluster, policy: Policy, batches: Iterable[TaskBatch],
+                 sink: RecordSink, *, users: tuple[str, ...] = ("",),
+                 queues: tuple[str, ...] = ("",), dep_refs: dict[str, int] | None = None,
+                 options: SimOptions | None = None,
+                 rng: np.random.Generator | None = None) -> None:
+        self.cluster = cluster
+        self.policy = policy
+        self.policy_name = getattr(policy, "name", type(policy).__name__)
+        self.options = options or SimOptions()
+        self.rng = rng if rng is not None else np.random.default_rng(0)
+        self.arrivals = Arrivals(batches)
+        self.tasks = TaskTable()
+        self.heap = Heap()
+        self.records = Records(sink)
+        self.deps = Dependencies(dep_refs or {})
+        self.inputs: dict[int, np.ndarray] = {}
+        self.queue = PendingQueue()
+        self._incoming: list[tuple[np.ndarray, np.ndarray]] = []
+        nodes = cluster.nodes
+        self.node_view = NodeView(
+            cap=readonly(nodes.cap), alloc=readonly(nodes.alloc), used=readonly(nodes.used),
+            n_containers=readonly(nodes.ncont), state=readonly(nodes.state),
+            speed=readonly(nodes.speed), rack=readonly(nodes.rack),
+        )
+        self.info = ClusterInfo(
+            kind=cluster.kind, n_nodes=len(nodes), min_nodes=cluster.min_nodes,
+            max_nodes=cluster.max_nodes, n_racks=cluster.n_racks, users=users, queues=queues,
+        )
+        self.now = -np.inf
+        self.last_s = 0.0
+        self.needs_decision = False
+        self.wake_at = np.inf
+        self.n_tasks = self.events = self.points = self.calls = self.placements = 0
+        self._follow_slot = np.zeros(4096, dtype=np.int64)
+        self._follow_end = np.zeros(4096)
+        self._clock = np.zeros(1)
+
+    # -- the loop ---------------------------------------------------------------------
+    def run(self) -> SimSummary:
+        """Replay until every task is accounted for (or the horizon); return the counts."""
+        started = time.perf_counter()
+        self.policy.setup(self.info, self.rng)
+        horizon = self.options.horizon_s
+        end = None
+        while not self._done():
+            t = self._next_time()
+            if t == np.inf:
+                break
+            if horizon is not None and t > horizon:
+                end = horizon
+                break
+            at = self._quantize(t)
+            if horizon is not None:
+                at = min(at, horizon)
+            self._advance(at)
+            self._schedule(at)
+            scaled = self.cluster.autoscale(at, self.queue.req, self.queue.enter)
+            if scaled:
+                self.events += scaled
+                self.last_s = max(self.last_s, at)
+            self.now = at
+            self.points += 1
+        end = self.last_s if end is None else end
+        self._finish(end)
+        return SimSummary(end, self.n_tasks, self.events, self.points, self.calls,
+                          self.placements, time.perf_counter() - started)
+
+    def _done(self) -> bool:
+        busy = len(self.queue) or self._incoming or self._n_running()
+        return self.arrivals.exhausted and not busy
+
+    def _n_running(self) -> int:
+        return int(self.tasks.counters[kernels.HEAP_N])  # upper bound (stale entries) is enough
+
+    def _quantize(self, t: float) -> float:
+        q = self.options.sched_interval_s
+        return t if q <= 0 else max(t, float(np.ceil(t / q) * q))  # never before t (rounding)
+
+    def _next_time(self) -> float:
+        h, t = self.heap, self.tasks
+        times = [
+            self.arrivals.next_time(),
+            kernels.heap_top(h.time, h.seq, h.slot, h.epoch, t.counters, t.epoch),
+            self.cluster.next_event(),
+            self.cluster.next_check(self.now, self.queue.enter),
+        ]
+        if self.wake_at > self.now:
+            times.append(self.wake_at)
+        return min(times)
+
+    def _advance(self, at: float) -> None:
+        """Apply every completion, node event and arrival due at or before ``at``."""
+        while True:
+            tn = self.cluster.next_event()
+            self._complete(min(at, tn))
+            if tn > at:
+                break
+            t, node, is_up = self.cluster.pop_event()
+            self.events += 1
+            self.last_s = max(self.last_s, t)
+            if is_up:
+                self.cluster.node_up(t, node)
+                self.needs_decision = True
+            else:
+                self._evict_node(t, node)
+                self.cluster.node_down(t, node)
+        for batch, lo, hi in self.arrivals.take(at):
+            self._admit(batch, lo, hi)
+            self.last_s = max(self.last_s, float(batch.submit[hi - 1]))
+
+    def _complete(self, limit: float) -> None:
+        t, h, n, r = self.tasks, self.heap, self.cluster.nodes, self.records
+        before = int(t.counters[N_DONE])
+        while True:
+            status, nf = kernels.complete_until(
+                limit, h.time, h.seq, h.slot, h.epoch, t.counters,
+                t.row, t.job, t.ready, t.first_start, t.start, t.req, t.used, t.state, t.node,
+                t.attempts, t.preemptions, t.evictions, t.wasted, t.epoch, t.flags,
+                t.locality, t.last_preempted, t.free_stack, n.alloc, n.used, n.ncont,
+                n.idle_since, n.dirty, n.instance, r.row, r.instance, r.job, r.ready,
+                r.first_start, r.start, r.end, r.outcome, r.attempts, r.preemptions,
+                r.evictions, r.wasted, r.locality,
+                self._follow_slot, self._follow_end, IS_PARENT, self._clock,
+            )
+            if nf:
+                self._release_children(self._follow_slot[:nf].copy(), self._follow_end[:nf])
+            if status == 0:
+                break
+            r.room(t.counters, 1)
+        done = int(t.counters[N_DONE]) - before
+        if done:
+            self.events += done
+            self.needs_decision = True
+            self.last_s = max(self.last_s, float(self._clock[0]))
+
+    def _release_children(self, slots: np.ndarray, ends: np.ndarray) -> None:
+        for slot, end in zip(slots.tolist(), ends.tolist(), strict=True):
+            ready = self.deps.finish(slot)
+            self.tasks.release(np.array([slot]))
+            if ready:
+                kids = np.array(ready, dtype=np.int64)
+                self.tasks.state[kids] = PENDING
+                self.tasks.ready[kids] = end
+                self._incoming.append((np.full(len(kids), end), kids))
+
+    # -- arrivals ---------------------------------------------------------------------
+    def _admit(self, b: TaskBatch, lo: int, hi: int) -> None:
+        """Admit tasks ``lo:hi`` of ``b``: unschedulable ones are recorded, others get slots."""
+        self.n_tasks += hi - lo
+        self.events += hi - lo
+        fits = self.cluster.fits_some(b.req[lo:hi])
+        bad = np.flatnonzero(~fits)
+        if len(bad):
+            self.records.write_rows(self.tasks.counters, b.row[lo:hi][bad],
+                                    b.job[lo:hi][bad], UNSCHEDULABLE)
+            for i in bad.tolist():
+                if lo + i in b.task_id:
+                    self.deps.fail(b.task_id[lo + i])
+        local = np.flatnonzero(fits) + lo
+        if len(local) == 0:
+            return
+        t = self.tasks
+        slots = t.alloc(len(local))  # free slots come reset (kernel or release)
+        t.row[slots] = b.row[local]
+        t.submit[slots] = b.submit[local]
+        t.ready[slots] = b.submit[local]
+        t.duration[slots] = b.duration[local]
+        t.req[slots] = b.req[local]
+        t.used[slots] = b.used[local]
+        for name in ("user", "queue", "job", "priority"):
+            getattr(t, name)[slots] = getattr(b, name)[local]
+        t.state[slots] = PENDING
+        if b.deps or b.task_id or b.inputs:
+            self._admit_sparse(b, local, slots)
+        ok = t.state[slots] == PENDING
+        self._incoming.append((t.submit[slots[ok]], slots[ok]))
+
+    def _admit_sparse(self, b: TaskBatch, local: np.ndarray, slots: np.ndarray) -> None:
+        t = self.tasks
+        for i, slot in zip(local.tolist(), slots.tolist(), strict=True):
+            if i in b.inputs:
+                self.inputs[slot] = b.inputs[i]
+                t.flags[slot] |= HAS_INPUTS
+            if i in b.task_id and self.deps.is_parent(b.task_id[i]):
+                self.deps.slot_id[slot] = b.task_id[i]
+                t.flags[slot] |= IS_PARENT
+            if i in b.deps and not self.deps.arrive(slot, b.deps[i]):
+                t.state[slot] = BLOCKED
+                t.ready[slot] = np.nan
+
+    def _merge_incoming(self) -> None:
+        if not self._incoming:
+            return
+        enter = np.concatenate([e for e, _ in self._incoming])
+        slots = np.concatenate([s for _, s in self._incoming])
+        self._incoming.clear()
+        order = np.lexsort((self.tasks.row[slots], enter))
+        slots = slots[order]
+        self.queue.append(slots, enter[order], self.tasks.req[slots])
+        self.needs_decision = True
+
+    # -- the end ----------------------------------------------------------------------
+    def _finish(self, end: float) -> None:
+        """Record every task still in flight or never submitted, and close the cluster."""
+        self._merge_incoming()
+        t, c = self.tasks, self.tasks.counters
+        inst = self.cluster.nodes.instance
+        running = t.in_state(RUNNING)
+        self.records.write_slots(c, t, running, UNFINISHED, np.nan, inst[t.node[running]])
+        waiting = np.concatenate([self.queue.slots, t.in_state(BLOCKED)])
+        outcome = np.where(t.last_preempted[waiting], PREEMPTED, UNFINISHED).astype(np.int8)
+        self.records.write_slots(c, t, waiting, outcome, np.nan, np.full(len(waiting), -1))
+        for b, lo, hi in self.arrivals.rest():
+            self.n_tasks += hi - lo
+            self.records.write_rows(c, b.row[lo:hi], b.job[lo:hi], UNFINISHED)
+        self.records.flush(c)
+        self.cluster.close(end)
+
+    def view(self, at: float) -> SchedView:
+        """The read-only view handed to the policy at scheduling point ``at``."""
+        nodes = self.cluster.nodes
+        self.node_view.changed = readonly(np.flatnonzero(nodes.dirty))
+        self.node_view.n_provisioned = nodes.n_provisioned()
+        nodes.dirty[:] = False
+        running = self.running_view(at) if getattr(self.policy, "needs_running", False) else None
+        return SchedView(now=at, cluster=self.info, nodes=self.node_view,
+                         pending=self.pending_view(at), running=running)

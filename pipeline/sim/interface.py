@@ -1,0 +1,249 @@
+"""The policy interface: what a scheduling policy sees, what it returns, what the core checks.
+
+The replay core (:mod:`pipeline.sim.core`) is policy-blind.  At each *scheduling point* it
+hands the policy one read-only :class:`SchedView` and applies the :class:`Decisions` it gets
+back.  The interface covers every policy family the project plans (uniform and packing
+placement, Capacity/Fair/DRF queues and users, preemption and kills, delay scheduling for
+data locality, opportunistic containers driven by measured usage, speculative copies on slow
+machines), so adding one is a new class, never a change to the core.
+
+What a policy sees (all numpy arrays are read-only; resources are ``(cpu, mem, gpu)`` in the
+trace's units; node arrays are indexed by *node slot* ``0..n_nodes-1``, fixed for the run):
+
+``view.now``
+    Simulated time of the scheduling point (s).
+``view.cluster`` (:class:`ClusterInfo`, static)
+    ``kind`` (``fixed``/``elastic``), ``n_nodes``, ``min_nodes``/``max_nodes`` (elastic only,
+    else ``None``), ``n_racks``, ``users``/``queues`` (names by code: Capacity/Fair/DRF
+    policies key their queue and user settings on them).  Randomness comes only from the
+    generator passed to ``setup`` (seeded from the run's identity).
+``view.nodes`` (:class:`NodeView`)
+    ``cap`` (n, 3) capacities; ``alloc`` (n, 3) allocated by running containers; ``used``
+    (n, 2) measured cpu/mem usage of running containers (request where unmeasured);
+    ``n_containers``; ``state`` (0 absent, 1 booting, 2 up, 3 down) and ``up`` (bool);
+    ``speed`` (relative, 1.0 = nominal); ``rack`` (int code, -1 none); ``n_provisioned``
+    (nodes billed now, booting included); ``changed``: node slots whose state or allocation
+    changed since this policy's previous call (all nodes on the first call), so a policy can
+    keep incremental indexes.
+``view.pending`` (:class:`PendingView`), requests in queue order (arrival order to the
+    queue; re-queued tasks at the back); attributes are gathered on first access:
+    ``req`` (m, 3), ``used`` (m, 2, NaN where unmeasured), ``user``/``queue``/``job`` (int
+    codes), ``priority``, ``submit_s``, ``ready_s`` (when it became pending: submit, or its
+    last parent's end), ``wait_s`` (now - ready), ``attempts`` (starts so far),
+    ``inputs_indptr``/``inputs_node`` (CSR list of node slots holding the task's input data),
+    ``row`` (the task's row in the trace, stable across runs).
+``view.running`` (:class:`RunningView`, only built for policies with ``needs_running =
+    True``): the running containers with ``node``, ``req``, ``used``, ``user``, ``queue``,
+    ``job``, ``priority``, ``start_s``, ``progress`` (fraction of work done) and ``attempts``.
+
+What a policy returns (:class:`Decisions`; index arrays are int64):
+
+- ``place_req``/``place_node``: pending index -> node slot, applied in order.
+- ``preempt``: running indices to stop and re-queue (counted as preemptions; run time lost).
+- ``kill``: running indices to stop for good (outcome ``killed``).
+- ``opp_req``/``opp_node``: opportunistic placements (checked against measured usage, not
+  allocation); ``spec_run``/``spec_node``: speculative copies of running tasks.  These two
+  are part of the interface for policies to come; the current core rejects them with an
+  error rather than silently ignoring them.
+- ``wake_at_s``: ask for a scheduling point at that time even if nothing else happens (delay
+  scheduling, timeouts); otherwise the core calls the policy only when something changed.
+
+What the core checks: indices in range, each request placed at most once, the node up, and
+the placement fitting the node's free capacity in every resource after the earlier
+decisions of the same call (preemptions and kills are applied first; a relative slack of
+1e-9 absorbs float drift).  A violation raises :class:`PolicyError` naming
+the policy, the request and the node: no policy can overcommit a node by accident.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+EMPTY = np.zeros(0, dtype=np.int64)
+EMPTY.flags.writeable = False
+
+
+class PolicyError(RuntimeError):
+    """A policy returned a decision the core refuses (a bug in the policy, not in the input)."""
+
+
+def readonly(array: np.ndarray) -> np.ndarray:
+    """A read-only view of ``array`` (the data stays shared)."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """Static facts about the cluster a policy is set up for."""
+
+    kind: str
+    n_nodes: int
+    min_nodes: int | None
+    max_nodes: int | None
+    n_racks: int
+    users: tuple[str, ...]
+    queues: tuple[str, ...]
+
+
+@dataclass
+class NodeView:
+    """Read-only node state, one row per node slot."""
+
+    cap: np.ndarray
+    alloc: np.ndarray
+    used: np.ndarray
+    n_containers: np.ndarray
+    state: np.ndarray
+    speed: np.ndarray
+    rack: np.ndarray
+    changed: np.ndarray = field(default_factory=lambda: EMPTY)
+    n_provisioned: int = 0
+
+    @property
+    def up(self) -> np.ndarray:
+        """Whether each node slot can take containers now."""
+        return self.state == 2
+
+
+class PendingView:
+    """Pending requests in queue order; each attribute is gathered on first access."""
+
+    def __init__(self, now: float, slots: np.ndarray, table: object, inputs: dict,
+                 req: np.ndarray | None = None) -> None:
+        self.now = now
+        self._slots = slots
+        self._t = table
+        self._inputs = inputs
+        if req is not None:  # the core keeps requests in queue order already
+            self.__dict__["req"] = req
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def _take(self, name: str) -> np.ndarray:
+        return readonly(getattr(self._t, name)[self._slots])
+
+    @cached_property
+    def req(self) -> np.ndarray:
+        return self._take("req")
+
+    @cached_property
+    def used(self) -> np.ndarray:
+        return self._take("used")
+
+    @cached_property
+    def user(self) -> np.ndarray:
+        return self._take("user")
+
+    @cached_property
+    def queue(self) -> np.ndarray:
+        return self._take("queue")
+
+    @cached_property
+    def job(self) -> np.ndarray:
+        return self._take("job")
+
+    @cached_property
+    def priority(self) -> np.ndarray:
+        return self._take("priority")
+
+    @cached_property
+    def submit_s(self) -> np.ndarray:
+        return self._take("submit")
+
+    @cached_property
+    def ready_s(self) -> np.ndarray:
+        return self._take("ready")
+
+    @cached_property
+    def wait_s(self) -> np.ndarray:
+        return readonly(self.now - self.ready_s)
+
+    @cached_property
+    def attempts(self) -> np.ndarray:
+        return self._take("attempts")
+
+    @cached_property
+    def row(self) -> np.ndarray:
+        return self._take("row")
+
+    @cached_property
+    def _csr(self) -> tuple[np.ndarray, np.ndarray]:
+        flags = self._t.flags[self._slots]  # type: ignore[attr-defined]
+        lists = [self._inputs[int(s)] if f & 1 else EMPTY
+                 for s, f in zip(self._slots, flags, strict=True)]
+        indptr = np.zeros(len(lists) + 1, dtype=np.int64)
+        indptr[1:] = np.cumsum([len(x) for x in lists])
+        nodes = np.concatenate(lists).astype(np.int64) if lists else EMPTY
+        return readonly(indptr), readonly(nodes)
+
+    @property
+    def inputs_indptr(self) -> np.ndarray:
+        return self._csr[0]
+
+    @property
+    def inputs_node(self) -> np.ndarray:
+        return self._csr[1]
+
+
+@dataclass(frozen=True)
+class RunningView:
+    """Running containers (built only for policies that ask for it)."""
+
+    node: np.ndarray
+    req: np.ndarray
+    used: np.ndarray
+    user: np.ndarray
+    queue: np.ndarray
+    job: np.ndarray
+    priority: np.ndarray
+    start_s: np.ndarray
+    progress: np.ndarray
+    attempts: np.ndarray
+
+
+@dataclass
+class SchedView:
+    """Everything a policy may look at during one scheduling point."""
+
+    now: float
+    cluster: ClusterInfo
+    nodes: NodeView
+    pending: PendingView
+    running: RunningView | None = None
+
+
+@dataclass
+class Decisions:
+    """What a policy asks the core to do at one scheduling point."""
+
+    place_req: np.ndarray = field(default_factory=lambda: EMPTY)
+    place_node: np.ndarray = field(default_factory=lambda: EMPTY)
+    preempt: np.ndarray = field(default_factory=lambda: EMPTY)
+    kill: np.ndarray = field(default_factory=lambda: EMPTY)
+    opp_req: np.ndarray = field(default_factory=lambda: EMPTY)
+    opp_node: np.ndarray = field(default_factory=lambda: EMPTY)
+    spec_run: np.ndarray = field(default_factory=lambda: EMPTY)
+    spec_node: np.ndarray = field(default_factory=lambda: EMPTY)
+    wake_at_s: float | None = None
+
+
+class Policy(Protocol):
+    """A scheduling policy: built from ``(name, params)``, set up once, asked to decide."""
+
+    name: ClassVar[str]
+    needs_running: ClassVar[bool]
+
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
+        """Prepare per-run state (called once by the core before the first decision)."""
+        ...
+
+    def decide(self, view: SchedView) -> Decisions:
+        """Return the decisions for one scheduling point."""
+        ...

@@ -1,0 +1,207 @@
+"""Compiled hot paths of the core: the completion heap, releasing finished tasks, and
+checking-and-applying a policy's placements.  They know nothing of policies.
+
+Ties in the heap are broken by a sequence number, so the order of simultaneous completions
+is the order their tasks started (deterministic by construction, as in SimPy's kernel).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from pipeline.sim.tasks import (
+    DONE,
+    FREE,
+    FREE_TOP,
+    HEAP_N,
+    HEAP_SEQ,
+    N_DONE,
+    PENDING,
+    REC_N,
+    RUNNING,
+)
+
+UP = 2
+EPS = 1e-9  # relative slack in capacity checks (float sums of requests drift)
+
+
+@njit(cache=True, inline="always")
+def heap_push(ht, hs, hslot, hep, counters, time, slot, epoch):
+    """Push ``(time, next seq, slot, epoch)``; the caller reserved room."""
+    seq = counters[HEAP_SEQ]
+    counters[HEAP_SEQ] = seq + 1
+    i = counters[HEAP_N]
+    counters[HEAP_N] = i + 1
+    while i > 0:  # sift the hole up
+        p = (i - 1) >> 1
+        if ht[p] < time or (ht[p] == time and hs[p] < seq):
+            break
+        ht[i], hs[i], hslot[i], hep[i] = ht[p], hs[p], hslot[p], hep[p]
+        i = p
+    ht[i], hs[i], hslot[i], hep[i] = time, seq, slot, epoch
+
+
+@njit(cache=True, inline="always")
+def heap_pop(ht, hs, hslot, hep, counters):
+    """Remove the top entry (the caller read it first)."""
+    n = counters[HEAP_N] - 1
+    counters[HEAP_N] = n
+    if n == 0:
+        return
+    t, q, sl, ep = ht[n], hs[n], hslot[n], hep[n]
+    i = 0
+    while True:  # sift the hole at the root down
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hs[c + 1] < hs[c])):
+            c += 1
+        if t < ht[c] or (t == ht[c] and q < hs[c]):
+            break
+        ht[i], hs[i], hslot[i], hep[i] = ht[c], hs[c], hslot[c], hep[c]
+        i = c
+    ht[i], hs[i], hslot[i], hep[i] = t, q, sl, ep
+
+
+@njit(cache=True)
+def heap_top(ht, hs, hslot, hep, counters, task_epoch):
+    """Time of the earliest live completion (stale entries are dropped), or +inf."""
+    while counters[HEAP_N] > 0:
+        if hep[0] == task_epoch[hslot[0]]:
+            return ht[0]
+        heap_pop(ht, hs, hslot, hep, counters)
+    return np.inf
+
+
+@njit(cache=True)
+def complete_until(limit, ht, hs, hslot, hep, counters,
+                   t_row, t_job, t_ready, t_first, t_start, t_req, t_used, t_state, t_node,
+                   t_attempts, t_pre, t_evi, t_wasted, t_epoch, t_flags, t_loc, t_lastpre,
+                   free_stack, n_alloc, n_used, n_ncont, n_idle, n_dirty, n_instance,
+                   r_row, r_inst, r_job, r_ready, r_first, r_start, r_end, r_out, r_att,
+                   r_pre, r_evi, r_wasted, r_loc, follow_slot, follow_end, parent_flag, clock):
+    """Finish tasks whose end is ``<= limit``, in time order; record them and free slots.
+
+    Freed slots are reset for reuse.  Finished slots flagged ``parent_flag`` are listed in
+    ``follow_*`` (kept, not freed) so the caller can release their dependants.
+    ``clock[0]`` is set to the last end time.  Returns (status, n_follow): status 0 when all
+    due completions are done, 1 when the record buffer or the follow list is full.
+    """
+    nf = 0
+    cap_r = len(r_row)
+    while counters[HEAP_N] > 0:
+        s = hslot[0]
+        if hep[0] != t_epoch[s]:
+            heap_pop(ht, hs, hslot, hep, counters)
+            continue
+        end = ht[0]
+        if end > limit:
+            return 0, nf
+        if counters[REC_N] >= cap_r or nf >= len(follow_slot):
+            return 1, nf
+        heap_pop(ht, hs, hslot, hep, counters)
+        clock[0] = end
+        nd = t_node[s]
+        _release_node(nd, s, end, t_req, t_used, n_alloc, n_used, n_ncont, n_idle, n_dirty)
+        i = counters[REC_N]
+        r_row[i] = t_row[s]
+        r_inst[i] = n_instance[nd]
+        r_job[i] = t_job[s]
+        r_ready[i] = t_ready[s]
+        r_first[i] = t_first[s]
+        r_start[i] = t_start[s]
+        r_end[i] = end
+        r_out[i] = 0
+        r_att[i] = t_attempts[s]
+        r_pre[i] = t_pre[s]
+        r_evi[i] = t_evi[s]
+        r_wasted[i] = t_wasted[s]
+        r_loc[i] = t_loc[s]
+        counters[REC_N] = i + 1
+        counters[N_DONE] += 1
+        t_epoch[s] += 1
+        if t_flags[s] & parent_flag:
+            follow_slot[nf] = s
+            follow_end[nf] = end
+            nf += 1
+            t_state[s] = DONE  # finished, awaiting the caller
+            continue
+        t_state[s] = FREE
+        t_node[s] = -1
+        t_start[s] = np.nan
+        t_first[s] = np.nan
+        t_attempts[s] = 0
+        t_pre[s] = 0
+        t_evi[s] = 0
+        t_wasted[s] = 0.0
+        t_flags[s] = 0
+        t_loc[s] = -1
+        t_lastpre[s] = False
+        free_stack[counters[FREE_TOP]] = s
+        counters[FREE_TOP] += 1
+    return 0, nf
+
+
+@njit(cache=True, inline="always")
+def _release_node(nd, s, end, t_req, t_used, n_alloc, n_used, n_ncont, n_idle, n_dirty):
+    """Give task ``s``'s resources on node ``nd`` back at time ``end``."""
+    for k in range(3):
+        n_alloc[nd, k] -= t_req[s, k]
+    for k in range(2):
+        u = t_used[s, k]
+        n_used[nd, k] -= t_req[s, k] if np.isnan(u) else u
+    n_ncont[nd] -= 1
+    if n_ncont[nd] == 0:
+        n_idle[nd] = end
+        for k in range(3):
+            n_alloc[nd, k] = 0.0  # no containers: clear float drift
+        for k in range(2):
+            n_used[nd, k] = 0.0
+    n_dirty[nd] = True
+
+
+@njit(cache=True)
+def apply_placements(now, req_idx, node_idx, pend_slots, ht, hs, hslot, hep, counters,
+                     t_duration, t_req, t_used, t_state, t_node, t_start, t_first,
+                     t_attempts, t_epoch, n_cap, n_alloc, n_used, n_ncont, n_state,
+                     n_speed, n_dirty):
+    """Check and apply placements in order; return (-1, 0) or (bad index, reason code).
+
+    Reason codes: 1 request index out of range, 2 node index out of range, 3 request
+    already placed, 4 node not up, 5 does not fit the node's free capacity.
+    """
+    m = len(pend_slots)
+    n = len(n_state)
+    for i in range(len(req_idx)):
+        r = req_idx[i]
+        nd = node_idx[i]
+        if r < 0 or r >= m:
+            return i, 1
+        if nd < 0 or nd >= n:
+            return i, 2
+        s = pend_slots[r]
+        if t_state[s] != PENDING:
+            return i, 3
+        if n_state[nd] != UP:
+            return i, 4
+        for k in range(3):
+            c = n_cap[nd, k]
+            if n_alloc[nd, k] + t_req[s, k] > c + EPS * c + 1e-12:
+                return i, 5
+        for k in range(3):
+            n_alloc[nd, k] += t_req[s, k]
+        for k in range(2):
+            u = t_used[s, k]
+            n_used[nd, k] += t_req[s, k] if np.isnan(u) else u
+        n_ncont[nd] += 1
+        n_dirty[nd] = True
+        t_state[s] = RUNNING
+        t_node[s] = nd
+        t_start[s] = now
+        if np.isnan(t_first[s]):
+            t_first[s] = now
+        t_attempts[s] += 1
+        heap_push(ht, hs, hslot, hep, counters, now + t_duration[s] / n_speed[nd], s,
+                  t_epoch[s])
+    return -1, 0

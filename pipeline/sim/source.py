@@ -1,0 +1,84 @@
+"""Tasks as the core receives them: numpy batches in submit order, and a cursor over them.
+
+The core never reads files: the replay stage turns canonical Parquet batches into
+:class:`TaskBatch` objects (codes for users, queues and jobs; node slots for inputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pipeline.errors import TraceError
+
+
+@dataclass
+class TaskBatch:
+    """Consecutive tasks of the trace, sorted by ``submit``; optional fields sparse by row."""
+
+    row: np.ndarray
+    submit: np.ndarray
+    duration: np.ndarray
+    req: np.ndarray
+    used: np.ndarray
+    user: np.ndarray
+    queue: np.ndarray
+    job: np.ndarray
+    priority: np.ndarray
+    deps: dict[int, list[str]] = field(default_factory=dict)
+    task_id: dict[int, str] = field(default_factory=dict)
+    inputs: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+
+class Arrivals:
+    """A cursor over a stream of batches: peek the next submit time, take rows up to a time."""
+
+    def __init__(self, batches: Iterable[TaskBatch]) -> None:
+        self._it: Iterator[TaskBatch] = iter(batches)
+        self._batch: TaskBatch | None = None
+        self._pos = 0
+        self.last_submit = -np.inf
+        self._load()
+
+    def _load(self) -> None:
+        while self._batch is None or self._pos >= len(self._batch):
+            nxt = next(self._it, None)
+            if nxt is None:
+                self._batch = None
+                return
+            if len(nxt) and (np.any(np.diff(nxt.submit) < 0) or nxt.submit[0] < self.last_submit):
+                raise TraceError(f"tasks are not in submit order near row {int(nxt.row[0])}",
+                                 field="submit_s")
+            if len(nxt):
+                self.last_submit = float(nxt.submit[-1])
+            self._batch, self._pos = nxt, 0
+
+    @property
+    def exhausted(self) -> bool:
+        return self._batch is None
+
+    def next_time(self) -> float:
+        """Submit time of the next task not yet taken, or +inf."""
+        return np.inf if self._batch is None else float(self._batch.submit[self._pos])
+
+    def take(self, t: float) -> Iterator[tuple[TaskBatch, int, int]]:
+        """Yield ``(batch, lo, hi)`` slices of the tasks submitted at or before ``t``."""
+        while self._batch is not None:
+            b, lo = self._batch, self._pos
+            hi = int(np.searchsorted(b.submit, t, side="right"))
+            if hi <= lo:
+                return
+            self._pos = hi
+            yield b, lo, hi
+            if hi < len(b):
+                return
+            self._load()
+
+    def rest(self) -> Iterator[tuple[TaskBatch, int, int]]:
+        """Yield every task not yet taken."""
+        yield from self.take(np.inf)

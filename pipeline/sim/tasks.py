@@ -1,0 +1,217 @@
+"""Array-shaped state of tasks in flight, the completion heap, and the per-task record buffer.
+
+Memory grows with the tasks in flight (slots are reused through a free stack), never with
+the trace length: finished tasks leave a record in :class:`Records`, which the core hands to
+its sink in chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+# Slot states.
+FREE, BLOCKED, PENDING, RUNNING, DONE = 0, 1, 2, 3, 4
+# Outcome codes (index into OUTCOMES) and locality codes (index into LOCALITIES, -1 = null).
+OUTCOMES = ("finished", "preempted", "killed", "unschedulable", "unfinished")
+FINISHED, PREEMPTED, KILLED, UNSCHEDULABLE, UNFINISHED = range(5)
+LOCALITIES = ("node", "rack", "any")
+# Indices into the int64 ``counters`` array shared with the kernels.
+HEAP_N, HEAP_SEQ, REC_N, FREE_TOP, N_DONE = range(5)
+
+_TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float]] = {
+    "row": (np.int64, (), -1), "submit": (np.float64, (), np.nan),
+    "ready": (np.float64, (), np.nan), "duration": (np.float64, (), np.nan),
+    "req": (np.float64, (3,), 0.0), "used": (np.float64, (2,), np.nan),
+    "user": (np.int32, (), 0), "queue": (np.int32, (), 0), "job": (np.int32, (), 0),
+    "priority": (np.int32, (), 0), "state": (np.int8, (), FREE),
+    "node": (np.int32, (), -1), "start": (np.float64, (), np.nan),
+    "first_start": (np.float64, (), np.nan), "attempts": (np.int32, (), 0),
+    "preemptions": (np.int32, (), 0), "evictions": (np.int32, (), 0),
+    "wasted": (np.float64, (), 0.0), "epoch": (np.int64, (), 0),
+    "flags": (np.int8, (), 0), "locality": (np.int8, (), -1),
+    "last_preempted": (np.bool_, (), False),
+}
+# Bits of ``flags``.
+HAS_INPUTS, IS_PARENT = 1, 2
+
+
+class TaskTable:
+    """Struct-of-arrays for tasks in flight (blocked, pending or running), by slot."""
+
+    req: np.ndarray
+    used: np.ndarray
+    state: np.ndarray
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.capacity = 0
+        for name, (dtype, shape, fill) in _TASK_FIELDS.items():
+            setattr(self, name, np.full((0, *shape), fill, dtype=dtype))
+        self.free_stack = np.zeros(0, dtype=np.int64)
+        self.counters = np.zeros(8, dtype=np.int64)
+        self.grow(capacity)
+
+    def grow(self, capacity: int) -> None:
+        """Make room for at least ``capacity`` slots (doubling; existing slots keep their data)."""
+        if capacity <= self.capacity:
+            return
+        new = max(capacity, 2 * self.capacity)
+        for name, (dtype, shape, fill) in _TASK_FIELDS.items():
+            old = getattr(self, name)
+            arr = np.full((new, *shape), fill, dtype=dtype)
+            arr[: len(old)] = old
+            setattr(self, name, arr)
+        top = int(self.counters[FREE_TOP])
+        stack = np.zeros(new, dtype=np.int64)
+        stack[:top] = self.free_stack[:top]
+        fresh = np.arange(new - 1, self.capacity - 1, -1, dtype=np.int64)
+        stack[top : top + len(fresh)] = fresh
+        self.free_stack = stack
+        self.counters[FREE_TOP] = top + len(fresh)
+        self.capacity = new
+
+    def alloc(self, k: int) -> np.ndarray:
+        """Take ``k`` free slots (lowest numbers first when the table is fresh)."""
+        if k > int(self.counters[FREE_TOP]):
+            self.grow(self.capacity - int(self.counters[FREE_TOP]) + k)
+        top = int(self.counters[FREE_TOP])
+        slots = self.free_stack[top - k : top][::-1].copy()
+        self.counters[FREE_TOP] = top - k
+        return slots
+
+    def clear(self, slots: np.ndarray) -> None:
+        """Reset every field of ``slots`` but the epoch (stale heap entries stay stale)."""
+        for name, (_dtype, _shape, fill) in _TASK_FIELDS.items():
+            if name != "epoch":
+                getattr(self, name)[slots] = fill
+
+    def release(self, slots: np.ndarray) -> None:
+        """Return ``slots`` to the free stack (their data is reset)."""
+        self.clear(slots)
+        top = int(self.counters[FREE_TOP])
+        self.free_stack[top : top + len(slots)] = slots
+        self.counters[FREE_TOP] = top + len(slots)
+
+    def in_state(self, state: int) -> np.ndarray:
+        """Slots currently in ``state``, in slot order."""
+        return np.flatnonzero(self.state == state)
+
+
+class Heap:
+    """Completion heap arrays ``(end_s, seq, slot, epoch)``; the kernels push and pop."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.time = np.zeros(capacity)
+        self.seq = np.zeros(capacity, dtype=np.int64)
+        self.slot = np.zeros(capacity, dtype=np.int64)
+        self.epoch = np.zeros(capacity, dtype=np.int64)
+
+    def reserve(self, size: int, extra: int) -> None:
+        """Ensure room for ``extra`` more entries above ``size``."""
+        need = size + extra
+        if need <= len(self.time):
+            return
+        new = max(need, 2 * len(self.time))
+        for name in ("time", "seq", "slot", "epoch"):
+            old = getattr(self, name)
+            arr = np.zeros(new, dtype=old.dtype)
+            arr[:size] = old[:size]
+            setattr(self, name, arr)
+
+
+@dataclass
+class RecordChunk:
+    """One flushed chunk of per-task records (numpy columns, one row per task)."""
+
+    row: np.ndarray
+    instance: np.ndarray
+    job: np.ndarray
+    ready: np.ndarray
+    first_start: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    outcome: np.ndarray
+    attempts: np.ndarray
+    preemptions: np.ndarray
+    evictions: np.ndarray
+    wasted: np.ndarray
+    locality: np.ndarray
+
+
+RecordSink = Callable[[RecordChunk], None]
+_REC_FIELDS = {
+    "row": np.int64, "instance": np.int64, "job": np.int32, "ready": np.float64,
+    "first_start": np.float64, "start": np.float64, "end": np.float64, "outcome": np.int8,
+    "attempts": np.int32,
+    "preemptions": np.int32, "evictions": np.int32, "wasted": np.float64, "locality": np.int8,
+}
+
+
+class Records:
+    """Preallocated per-task record columns, flushed to a sink when full."""
+
+    def __init__(self, sink: RecordSink, capacity: int = 1 << 17) -> None:
+        self.sink = sink
+        self.capacity = capacity
+        for name, dtype in _REC_FIELDS.items():
+            setattr(self, name, np.zeros(capacity, dtype=dtype))
+        self.flushed = 0
+
+    def flush(self, counters: np.ndarray) -> None:
+        """Hand the filled part to the sink and start over."""
+        n = int(counters[REC_N])
+        if n:
+            self.sink(RecordChunk(**{k: getattr(self, k)[:n].copy() for k in _REC_FIELDS}))
+            self.flushed += n
+        counters[REC_N] = 0
+
+    def room(self, counters: np.ndarray, k: int) -> int:
+        """Flush if fewer than ``k`` rows are free; return the first free row."""
+        if int(counters[REC_N]) + k > self.capacity:
+            self.flush(counters)
+        return int(counters[REC_N])
+
+    def write_slots(self, counters: np.ndarray, t: TaskTable, slots: np.ndarray,
+                    outcome: np.ndarray | int, end: np.ndarray | float,
+                    instance: np.ndarray) -> None:
+        """Record tasks still held in slots (vectorized; used for the end and for kills)."""
+        for lo in range(0, len(slots), self.capacity):
+            part = slots[lo : lo + self.capacity]
+            i = self.room(counters, len(part))
+            j = i + len(part)
+            self.row[i:j] = t.row[part]
+            self.instance[i:j] = instance[lo : lo + len(part)]
+            self.job[i:j] = t.job[part]
+            self.ready[i:j] = t.ready[part]
+            self.first_start[i:j] = t.first_start[part]
+            self.start[i:j] = t.start[part]
+            self.end[i:j] = end if np.isscalar(end) else end[lo : lo + len(part)]
+            self.outcome[i:j] = outcome if np.isscalar(outcome) else outcome[lo : lo + len(part)]
+            self.attempts[i:j] = t.attempts[part]
+            self.preemptions[i:j] = t.preemptions[part]
+            self.evictions[i:j] = t.evictions[part]
+            self.wasted[i:j] = t.wasted[part]
+            self.locality[i:j] = t.locality[part]
+            counters[REC_N] = j
+
+    def write_rows(self, counters: np.ndarray, rows: np.ndarray, job: np.ndarray,
+                   outcome: int) -> None:
+        """Record tasks that never held a slot (unschedulable, after the horizon)."""
+        for lo in range(0, len(rows), self.capacity):
+            part = rows[lo : lo + self.capacity]
+            i = self.room(counters, len(part))
+            j = i + len(part)
+            self.row[i:j] = part
+            self.instance[i:j] = -1
+            self.job[i:j] = job[lo : lo + len(part)]
+            for name in ("ready", "first_start", "start", "end"):
+                getattr(self, name)[i:j] = np.nan
+            self.outcome[i:j] = outcome
+            self.attempts[i:j] = 0
+            self.preemptions[i:j] = 0
+            self.evictions[i:j] = 0
+            self.wasted[i:j] = 0.0
+            self.locality[i:j] = -1
+            counters[REC_N] = j

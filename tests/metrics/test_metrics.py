@@ -1,0 +1,118 @@
+"""Metric functions on tiny hand-made run tables (values worked out by hand)."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from pipeline.metrics import METRICS, metrics_table
+from pipeline.metrics.cluster import cost_usd, node_hours, util_alloc_cpu, util_used_cpu
+from pipeline.metrics.fairness import jain_fairness
+from pipeline.metrics.tasks import (
+    jct_quantile_s,
+    locality_fraction,
+    tasks_dependency_blocked,
+    wait_quantile_s,
+    wasted_task_s,
+)
+
+NAN = None
+
+
+def nodes(rows: list[tuple[float, float]], cpu: float = 4.0, mem: float = 4.0,
+          price: float = 1.0, billing_s: float = 1.0) -> pl.DataFrame:
+    return pl.DataFrame({
+        "machine_id": [f"m{i}" for i in range(len(rows))],
+        "up_s": [r[0] for r in rows], "down_s": [r[1] for r in rows],
+        "ready_s": [r[0] for r in rows], "cpu": [cpu] * len(rows), "mem": [mem] * len(rows),
+        "gpu": [0.0] * len(rows), "price_per_hour": [price] * len(rows),
+        "billing_s": [billing_s] * len(rows)})
+
+
+def tasks(rows: list[dict]) -> pl.DataFrame:
+    base = {"task_id": "t", "job_id": "j", "user": "u", "submit_s": 0.0, "ready_s": 0.0,
+            "first_start_s": None, "start_s": None, "end_s": None, "outcome": "finished",
+            "cpu": 1.0, "mem": 1.0, "gpu": 0.0, "cpu_used": None, "mem_used": None,
+            "wasted_s": 0.0, "preemptions": 0, "evictions": 0, "locality": None}
+    full = [{**base, "first_start_s": r.get("start_s"), **r} for r in rows]
+    return pl.DataFrame(full, schema_overrides={
+        "first_start_s": pl.Float64, "start_s": pl.Float64, "end_s": pl.Float64,
+        "cpu_used": pl.Float64, "mem_used": pl.Float64, "ready_s": pl.Float64,
+        "locality": pl.String})
+
+
+def test_node_hours_and_billing() -> None:
+    ni = nodes([(0.0, 5400.0), (100.0, 100.5)])
+    assert node_hours(ni) == pytest.approx((5400 + 0.5) / 3600)
+    assert cost_usd(ni) == pytest.approx((5400 + 1) / 3600)  # per second, rounded up
+    hourly = nodes([(0.0, 5400.0), (100.0, 100.5)], billing_s=3600.0)
+    assert cost_usd(hourly) == pytest.approx(3.0)  # 2 started hours + 1
+
+
+def test_utilization_counts_running_and_lost_work() -> None:
+    ni = nodes([(0.0, 100.0)], cpu=2.0)
+    tr = tasks([{"start_s": 0.0, "end_s": 50.0, "cpu_used": 0.5},
+                {"start_s": 60.0, "end_s": None, "outcome": "unfinished", "wasted_s": 10.0}])
+    assert util_alloc_cpu(tr, ni, 100.0) == pytest.approx((50 + 40 + 10) / 200)
+    assert util_used_cpu(tr, ni, 100.0) == pytest.approx(0.5 * 50 / 200)
+    assert util_used_cpu(tasks([{"start_s": 0.0, "end_s": 1.0}]), ni, 100.0) is None
+
+
+def test_jain_equal_users_is_one() -> None:
+    tr = tasks([{"user": "a", "start_s": 0.0, "end_s": 10.0},
+                {"user": "b", "start_s": 0.0, "end_s": 10.0}])
+    assert jain_fairness(tr, nodes([(0.0, 10.0)]), 10.0) == pytest.approx(1.0)
+
+
+def test_jain_counts_waiting_users_and_weights_time() -> None:
+    # [0,10): a holds, b waits -> J = 1/2; [10,20): only b, holding -> J = 1.
+    tr = tasks([{"user": "a", "start_s": 0.0, "end_s": 10.0},
+                {"user": "b", "start_s": 10.0, "end_s": 20.0}])
+    assert jain_fairness(tr, nodes([(0.0, 20.0)]), 20.0) == pytest.approx(0.75)
+
+
+def test_jain_uses_dominant_share() -> None:
+    # a holds 2 cpu (share 0.5), b holds 2 mem (share 0.5 of 4): equal dominant shares.
+    tr = tasks([{"user": "a", "start_s": 0.0, "end_s": 10.0, "cpu": 2.0, "mem": 0.0},
+                {"user": "b", "start_s": 0.0, "end_s": 10.0, "cpu": 0.0, "mem": 2.0}])
+    assert jain_fairness(tr, nodes([(0.0, 10.0)]), 10.0) == pytest.approx(1.0)
+    tr = tasks([{"user": "a", "start_s": 0.0, "end_s": 10.0, "cpu": 2.0, "mem": 0.0},
+                {"user": "b", "start_s": 0.0, "end_s": 10.0, "cpu": 0.0, "mem": 1.0}])
+    # shares 0.5 and 0.25: (0.75)^2 / (2 * 0.3125) = 0.9
+    assert jain_fairness(tr, nodes([(0.0, 10.0)]), 10.0) == pytest.approx(0.9)
+
+
+def test_jain_undefined_when_nobody_holds_anything() -> None:
+    tr = tasks([{"user": "a", "outcome": "unfinished"}])
+    assert jain_fairness(tr, nodes([(0.0, 10.0)]), 10.0) is None
+
+
+def test_times_counts_and_locality() -> None:
+    tr = tasks([
+        {"job_id": "j1", "submit_s": 0.0, "ready_s": 0.0, "start_s": 2.0, "end_s": 10.0,
+         "locality": "node"},
+        {"job_id": "j1", "submit_s": 1.0, "ready_s": 1.0, "start_s": 1.0, "end_s": 20.0,
+         "locality": "rack"},
+        {"job_id": "j2", "submit_s": 0.0, "ready_s": 0.0, "start_s": 0.0, "end_s": 4.0,
+         "outcome": "killed", "wasted_s": 3.0},
+        {"job_id": "j3", "submit_s": 5.0, "ready_s": None, "outcome": "unfinished"},
+    ])
+    assert jct_quantile_s(tr, 0.5) == pytest.approx(20.0)  # only j1 finished entirely
+    assert wait_quantile_s(tr, 0.5) == pytest.approx(0.0)
+    assert wait_quantile_s(tr, 0.95) == pytest.approx(1.8)
+    assert wasted_task_s(tr) == pytest.approx(7.0)
+    assert tasks_dependency_blocked(tr, 100.0) == 1
+    assert locality_fraction(tr, "node") == pytest.approx(0.5)
+    assert locality_fraction(tasks([{"start_s": 0.0}]), "node") is None
+
+
+def test_metrics_table_lists_every_metric_once() -> None:
+    tr = tasks([{"start_s": 0.0, "end_s": 10.0}])
+    table = metrics_table("r1", tr, nodes([(0.0, 10.0)]), 10.0)
+    assert table.columns == ["run_id", "metric", "value", "unit"]
+    assert table["metric"].to_list() == list(METRICS)
+    contract = {"node_hours", "cost_usd", "util_alloc_cpu", "util_alloc_mem", "util_used_cpu",
+                "util_used_mem", "jain_fairness", "locality_node", "locality_rack",
+                "jct_p50_s", "jct_p95_s", "jct_p99_s", "wait_p50_s", "wait_p95_s",
+                "tasks_finished", "tasks_unschedulable", "preemptions", "wasted_task_s"}
+    assert contract <= set(METRICS)

@@ -1,0 +1,184 @@
+"""One conformance suite for every policy in POLICIES: the class contract, and replay
+invariants on hypothesis-generated small traces (adding a policy adds no test code)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pipeline.bench.workload import write_trace
+from pipeline.errors import UsageError
+from pipeline.policies import POLICIES, describe_policies, make_policy
+from pipeline.replay import replay
+from pipeline.replay.options import CLUSTER_PARAMS
+
+NAMES = sorted(POLICIES)
+EPS = 1e-6
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_class_contract(name: str) -> None:
+    cls = POLICIES[name]
+    assert cls.name == name and cls.summary and cls.source
+    assert cls.__doc__ and inspect.getmodule(cls).__doc__
+    defaults = {k: p.default for k, p in cls.PARAMS.items()}
+    policy = make_policy(name, {})
+    assert policy.get_params() == defaults
+    assert make_policy(name, policy.get_params()).get_params() == defaults
+    assert not [k for k in vars(policy) if k not in cls.PARAMS]  # constructor stores params only
+    with pytest.raises(UsageError, match="no parameter"):
+        make_policy(name, {"no_such_param": 1})
+    listed = {d["name"]: d for d in describe_policies()}[name]
+    assert [p["name"] for p in listed["params"]] == list(cls.PARAMS)
+    # `--set KEY=VALUE` is routed to the cluster or the policy by name
+    assert not set(cls.PARAMS) & set(CLUSTER_PARAMS)
+
+
+@st.composite
+def small_trace(draw: st.DrawFn) -> dict:
+    """Machines (some added late, removed, or down for a while) and tasks with deps/inputs."""
+    n_machines = draw(st.integers(1, 4))
+    shapes = st.sampled_from([(4.0, 8.0), (8.0, 16.0), (2.0, 4.0)])
+    machines = []
+    downtime = []
+    for i in range(n_machines):
+        cpu, mem = draw(shapes)
+        added = draw(st.sampled_from([0.0, 0.0, 10.0]))
+        removed = draw(st.sampled_from([None, None, 60.0]))
+        machines.append({"machine_id": f"m{i}", "cpu": cpu, "mem": mem, "added_s": added,
+                         "removed_s": removed, "rack": f"r{i % 2}"})
+        if draw(st.booleans()) and draw(st.booleans()):
+            downtime.append({"machine_id": f"m{i}", "down_s": 20.0, "up_s": 30.0})
+    n_tasks = draw(st.integers(1, 25))
+    tasks = []
+    for j in range(n_tasks):
+        deps = None
+        if j and draw(st.integers(0, 4)) == 0:
+            deps = [f"t{draw(st.integers(0, j - 1))}"]
+            if draw(st.integers(0, 5)) == 0:
+                deps.append("missing-parent")
+        tasks.append({
+            "task_id": f"t{j}", "job_id": f"j{j % 3}",
+            "submit_s": float(draw(st.integers(0, 40))),
+            "duration_s": float(draw(st.integers(1, 30))),
+            "cpu": draw(st.sampled_from([0.5, 1.0, 2.0, 3.0, 9.0])),
+            "mem": draw(st.sampled_from([1.0, 2.0, 4.0, 6.0])),
+            "cpu_used": draw(st.sampled_from([None, 0.5])),
+            "inputs": draw(st.sampled_from([None, ["m0"], ["m1", "m3"]])),
+            "depends_on": deps,
+        })
+    jobs = [{"job_id": f"j{k}", "user": f"u{k % 2}", "submit_s": 0.0} for k in range(3)]
+    cluster = draw(st.sampled_from(["fixed", "fixed", "elastic"]))
+    return {"machines": machines, "tasks": tasks, "jobs": jobs, "downtime": downtime,
+            "cluster": cluster, "interval": draw(st.sampled_from([0.0, 1.0, 5.0])),
+            "horizon": draw(st.sampled_from([None, None, 50.0]))}
+
+
+def _write(case: dict, directory: Path) -> Path:
+    write_trace(directory, case["machines"], case["tasks"], case["jobs"])
+    if case["downtime"]:
+        import pyarrow as pa
+
+        from pipeline.trace.io import write_table
+
+        write_table(directory, "machine_downtime", pa.Table.from_pylist(case["downtime"]))
+    return directory
+
+
+def _run(case: dict, trace: Path, out: Path, name: str) -> dict:
+    options = ({"node_cpu": 8.0, "node_mem": 16.0, "max_nodes": 3, "boot_delay_s": 5.0,
+                "upscale_wait_s": 10.0, "idle_s": 3.0} if case["cluster"] == "elastic" else {})
+    result = replay(trace, name, {}, 7, out, cluster=case["cluster"], cluster_options=options,
+                    sched_interval_s=case["interval"], horizon_s=case["horizon"])
+    return result.run
+
+
+def _check_capacity(tr: pl.DataFrame, nodes: pl.DataFrame, end_s: float) -> None:
+    """Sweep each machine's task intervals: allocation never exceeds its capacity."""
+    cap = {r["machine_id"]: (r["cpu"], r["mem"]) for r in nodes.iter_rows(named=True)}
+    ran = tr.filter(pl.col("start_s").is_not_null())
+    for (mid,), group in ran.group_by("machine_id"):
+        events = []
+        for r in group.iter_rows(named=True):
+            end = r["end_s"] if r["end_s"] is not None else end_s
+            events += [(r["start_s"], 1, r["cpu"], r["mem"]), (end, 0, -r["cpu"], -r["mem"])]
+        cpu = mem = 0.0
+        for _, _, dc, dm in sorted(events):  # ends before starts at the same instant
+            cpu, mem = cpu + dc, mem + dm
+            assert cpu <= cap[mid][0] + EPS and mem <= cap[mid][1] + EPS, mid
+
+
+def _check_inside_intervals(tr: pl.DataFrame, nodes: pl.DataFrame, end_s: float) -> None:
+    """Each run lies within one provisioned interval of its machine (so node-hours >= busy)."""
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for r in nodes.iter_rows(named=True):
+        spans.setdefault(r["machine_id"], []).append((r["ready_s"], r["down_s"]))
+    for r in tr.filter(pl.col("start_s").is_not_null()).iter_rows(named=True):
+        end = r["end_s"] if r["end_s"] is not None else end_s
+        assert any(lo - EPS <= r["start_s"] and end <= hi + EPS
+                   for lo, hi in spans[r["machine_id"]]), r
+
+
+def _check_busy_le_provisioned(tr: pl.DataFrame, nodes: pl.DataFrame, end_s: float) -> None:
+    provisioned = float((nodes["down_s"] - nodes["up_s"]).sum())
+    busy = 0.0
+    ran = tr.filter(pl.col("start_s").is_not_null())
+    for (_mid,), group in ran.group_by("machine_id"):
+        spans = sorted((r["start_s"], r["end_s"] if r["end_s"] is not None else end_s)
+                       for r in group.iter_rows(named=True))
+        lo, hi = spans[0]
+        for a, b in spans[1:]:
+            if a > hi:
+                busy += hi - lo
+                lo, hi = a, b
+            else:
+                hi = max(hi, b)
+        busy += hi - lo
+    assert provisioned + EPS >= busy
+
+
+def _check_tasks(tr: pl.DataFrame, case: dict) -> None:
+    assert tr.height == len(case["tasks"]) and tr["task_id"].n_unique() == tr.height
+    assert set(tr["outcome"]) <= {"finished", "preempted", "killed", "unschedulable",
+                                  "unfinished"}
+    by_id = {r["task_id"]: r for r in tr.iter_rows(named=True)}
+    for task in case["tasks"]:
+        r = by_id[task["task_id"]]
+        if r["start_s"] is not None:
+            assert r["start_s"] >= task["submit_s"] - EPS
+            assert r["first_start_s"] >= r["ready_s"] - EPS
+            for parent in task["depends_on"] or []:
+                p = by_id[parent]  # a missing parent never finishes, so no start here
+                assert p["outcome"] == "finished" and r["start_s"] >= p["end_s"] - EPS
+        if r["outcome"] == "finished":
+            assert r["end_s"] > r["start_s"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=20, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=small_trace())
+def test_replay_invariants(name: str, case: dict, tmp_path_factory: pytest.TempPathFactory
+                           ) -> None:
+    root = tmp_path_factory.mktemp("case")
+    trace = _write(case, root / "trace")
+    run = _run(case, trace, root / "a", name)
+    end_s = run["summary"]["end_s"]
+    tr = pl.read_parquet(root / "a" / "task_runs.parquet")
+    nodes = pl.read_parquet(root / "a" / "node_intervals.parquet")
+    _check_tasks(tr, case)
+    _check_capacity(tr, nodes, end_s)
+    _check_inside_intervals(tr, nodes, end_s)
+    _check_busy_le_provisioned(tr, nodes, end_s)
+    _run(case, trace, root / "b", name)
+    for table in ("task_runs", "node_intervals", "metrics"):
+        a = (root / "a" / f"{table}.parquet").read_bytes()
+        assert a == (root / "b" / f"{table}.parquet").read_bytes(), table
+    metrics = pl.read_parquet(root / "a" / "metrics.parquet")
+    assert not np.any(metrics["value"].drop_nulls().is_nan().to_numpy())

@@ -1,0 +1,161 @@
+"""The replay stage: run directory layout, determinism, run ids, defaults and user errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.bench.workload import write_trace
+from pipeline.errors import TraceError, UsageError
+from pipeline.policies import describe_policies
+from pipeline.replay import replay
+from pipeline.replay.output import TASK_RUNS_SCHEMA
+
+MACHINES = [{"machine_id": f"m{i}", "cpu": 4.0, "mem": 8.0, "rack": f"r{i % 2}"}
+            for i in range(3)]
+TASKS = [{"task_id": f"t{i}", "job_id": f"j{i % 2}", "submit_s": float(i), "duration_s": 10.0,
+          "cpu": 1.0, "mem": 2.0, "inputs": ["m1"] if i % 3 == 0 else None}
+         for i in range(12)]
+JOBS = [{"job_id": "j0", "user": "alice", "queue": "prod", "submit_s": 0.0},
+        {"job_id": "j1", "user": "bob", "submit_s": 0.0}]
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_trace(tmp_path_factory.mktemp("t") / "trace", MACHINES, TASKS, JOBS)
+
+
+def test_run_directory(trace: Path, tmp_path: Path) -> None:
+    result = replay(trace, "yarn-uniform", {}, 3, tmp_path / "run")
+    names = sorted(p.name for p in (tmp_path / "run").iterdir())
+    assert names == ["metrics.parquet", "node_intervals.parquet", "run.json",
+                     "task_runs.parquet"]
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    for key in ("run_id", "trace", "policy", "params", "seed", "wall_s", "code_version",
+                "created_at"):
+        assert key in run
+    assert run["run_id"] == result.run_id and run["seed"] == 3 and run["trace"] == "trace"
+    tr = pl.read_parquet(tmp_path / "run" / "task_runs.parquet")
+    assert tr.columns == TASK_RUNS_SCHEMA.names and tr.schema["outcome"] == pl.String
+    assert tr["task_id"].to_list() == [f"t{i}" for i in range(12)]  # trace row order
+    assert set(tr["user"]) == {"alice", "bob"} and set(tr["queue"].drop_nulls()) == {"prod"}
+    assert tr["locality"].null_count() == 8 and (tr["run_id"] == result.run_id).all()
+    nodes = pl.read_parquet(tmp_path / "run" / "node_intervals.parquet")
+    assert nodes.columns[:4] == ["run_id", "machine_id", "up_s", "down_s"]
+    metrics = pl.read_parquet(tmp_path / "run" / "metrics.parquet")
+    assert metrics.columns == ["run_id", "metric", "value", "unit"]
+    assert result.metrics["tasks_finished"] == 12
+    assert 0.0 <= result.metrics["locality_node"] <= 1.0  # uniform ignores locality
+
+
+def test_same_inputs_give_identical_tables(trace: Path, tmp_path: Path) -> None:
+    a = replay(trace, "container-packing", {"packing_min_nodes": 1}, 0, tmp_path / "a")
+    b = replay(trace, "container-packing", {"packing_min_nodes": "1"}, 0, tmp_path / "b")
+    assert a.run_id == b.run_id
+    for name in ("task_runs", "node_intervals", "metrics"):
+        assert (tmp_path / "a" / f"{name}.parquet").read_bytes() == \
+            (tmp_path / "b" / f"{name}.parquet").read_bytes()
+    c = replay(trace, "container-packing", {"packing_min_nodes": 1}, 1, tmp_path / "c")
+    assert c.run_id != a.run_id
+
+
+def test_run_id_covers_cluster_and_defaults(trace: Path, tmp_path: Path) -> None:
+    fixed = replay(trace, "yarn-uniform", None, 0, tmp_path / "f")
+    elastic = replay(trace, "yarn-uniform", None, 0, tmp_path / "e", cluster="elastic",
+                     cluster_options={"initial_nodes": 1, "max_nodes": 3})
+    assert fixed.run_id != elastic.run_id
+    assert elastic.run["cluster"]["node_cpu"] == 4.0  # the trace's common machine shape
+    default = replay(trace, "container-packing", {}, 0, tmp_path / "d1")
+    explicit = replay(trace, "container-packing", {"high_memory_threshold": 0.6}, 0,
+                      tmp_path / "d2")
+    assert default.run_id == explicit.run_id
+
+
+@pytest.mark.parametrize(("units", "expected"), [
+    ({"cpu": "cores", "mem": "GiB"}, (4.0, 16.0)),
+    ({"cpu": "normalized: 1.0 = CPU capacity of the largest machine",
+      "mem": "normalized: 1.0 = memory of the largest machine"}, (1.0, 1.0)),
+])
+def test_elastic_template_from_units(tmp_path: Path, units: dict, expected: tuple) -> None:
+    small = [dict(t, cpu=0.5, mem=0.5) for t in TASKS[:2]]
+    trace = write_trace(tmp_path / "t", [], small, JOBS, units=units)
+    result = replay(trace, "yarn-uniform", {}, 0, tmp_path / "r", cluster="elastic",
+                    cluster_options={"upscale_wait_s": 0, "boot_delay_s": 0})
+    cl = result.run["cluster"]
+    assert (cl["node_cpu"], cl["node_mem"]) == expected
+    assert result.metrics["tasks_finished"] == 2
+
+
+def test_fixed_cluster_without_machines_reports_unschedulable(tmp_path: Path) -> None:
+    trace = write_trace(tmp_path / "t", [], TASKS[:3], JOBS)
+    result = replay(trace, "yarn-uniform", {}, 0, tmp_path / "r")
+    assert result.metrics["tasks_unschedulable"] == 3 and result.metrics["node_hours"] == 0
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    ({"policy": "no-such"}, UsageError, "unknown policy 'no-such'"),
+    ({"params": {"threshold": 0.5}}, UsageError, "no parameter 'threshold'"),
+    ({"params": {"high_memory_threshold": "abc"}}, UsageError, "expected float"),
+    ({"params": {"high_memory_threshold": 1.5}}, UsageError, "above the maximum"),
+    ({"params": {"packing_min_nodes": 2.5}}, UsageError, "expected int"),
+    ({"cluster": "cloud"}, UsageError, "unknown cluster 'cloud'"),
+    ({"cluster_options": {"idle_s": 5}}, UsageError, "elastic cluster only"),
+    ({"cluster": "elastic", "cluster_options": {"min_nodes": 5, "max_nodes": 2}}, UsageError,
+     "min_nodes <= initial_nodes <= max_nodes"),
+    ({"cluster": "elastic", "cluster_options": {"nodes": 5}}, UsageError,
+     "unknown cluster option 'nodes'"),
+    ({"sched_interval_s": -1}, UsageError, "sched_interval_s"),
+])
+def test_user_errors(trace: Path, tmp_path: Path, kwargs: dict, error: type,
+                     match: str) -> None:
+    args = {"policy": "container-packing", "params": {}, "cluster": "fixed",
+            "cluster_options": None, **kwargs}
+    with pytest.raises(error, match=match):
+        replay(trace, args["policy"], args["params"], 0, tmp_path / "run",
+               cluster=args["cluster"], cluster_options=args["cluster_options"],
+               sched_interval_s=kwargs.get("sched_interval_s", 1.0))
+    assert not (tmp_path / "run").exists()
+
+
+def test_bad_trace_fails_cleanly_and_keeps_an_old_run(trace: Path, tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match="not found"):
+        replay(tmp_path / "missing", "yarn-uniform", {}, 0, tmp_path / "run")
+    bad = write_trace(tmp_path / "bad", MACHINES, [dict(TASKS[0], duration_s=-1.0)], JOBS)
+    replay(trace, "yarn-uniform", {}, 0, tmp_path / "run")
+    before = (tmp_path / "run" / "run.json").read_text()
+    with pytest.raises(TraceError, match="duration_s"):
+        replay(bad, "yarn-uniform", {}, 0, tmp_path / "run")
+    assert (tmp_path / "run" / "run.json").read_text() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".run")]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TraceError, match="missing"):
+        replay(tmp_path / "empty", "yarn-uniform", {}, 0, tmp_path / "run2")
+
+
+def test_policies_listing_is_json() -> None:
+    listing = json.loads(json.dumps(describe_policies()))
+    packing = {p["name"]: p for p in listing}["container-packing"]
+    assert {q["name"]: q["default"] for q in packing["params"]} == {
+        "high_memory_threshold": 0.6, "packing_min_nodes": 5}
+
+
+def test_google_2011_sample(shared_traces: Path, tmp_path: Path) -> None:
+    """The ingested Google 2011 sample replays on its machines and on an elastic cluster."""
+    stage = pytest.importorskip("pipeline.ingest.stage")
+    src = shared_traces / "google-clusterdata-2011-2"
+    try:
+        stage.ingest("google2011", src, tmp_path / "g")
+    except UsageError as exc:
+        pytest.skip(f"google2011 adapter not available: {exc}")
+    n = pl.scan_parquet(tmp_path / "g" / "tasks.parquet").select(pl.len()).collect().item()
+    for cluster, options in (("fixed", {}), ("elastic", {"max_nodes": 500})):
+        for policy in ("yarn-uniform", "container-packing"):
+            result = replay(tmp_path / "g", policy, {}, 0, tmp_path / f"{policy}-{cluster}",
+                            cluster=cluster, cluster_options=options)
+            tr = pl.read_parquet(tmp_path / f"{policy}-{cluster}" / "task_runs.parquet")
+            assert tr.height == n and result.metrics["tasks_finished"] > 0.9 * n
+            if cluster == "elastic":
+                assert result.run["cluster"]["node_cpu"] > 0
