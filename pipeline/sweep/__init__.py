@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,18 @@ def sweep(params_path: Path = Path("params.yaml"), scheduler: str | None = None,
     runs_dir = Path(params_path).resolve().parent / section.get("runs_dir", "data/runs")
     index = {"runs": [s.out_dir for s in specs], "specs": [json.loads(s.to_json()) for s in specs]}
     _write_index(runs_dir, index)
+    stale = _prune(runs_dir, {Path(s.out_dir) for s in specs})
     return {"runs": len(specs), "skipped": sum(r["skipped"] for r in results),
-            "ran": sum(not r["skipped"] for r in results), "index": str(runs_dir / "index.json")}
+            "ran": sum(not r["skipped"] for r in results), "removed_stale": stale,
+            "index": str(runs_dir / "index.json")}
+
+
+def _prune(runs_dir: Path, current: set[Path]) -> int:
+    """Remove run directories of earlier grids or code (``runs_dir`` mirrors params.yaml)."""
+    stale = [p.parent for p in runs_dir.glob("*/*/*/run.json") if p.parent not in current]
+    for path in stale:
+        shutil.rmtree(path)
+    return len(stale)
 
 
 def _write_index(runs_dir: Path, index: dict[str, Any]) -> None:

@@ -14,8 +14,9 @@
         elastic: {kind: elastic, min_nodes: 0}
 
 Each run's directory is ``runs_dir/<trace>/<policy>/<key>`` where ``key`` hashes the run's
-whole specification and the trace's manifest, so a re-run finds finished runs (and a changed
-trace gets new ones) whatever order the runs execute in.
+whole specification, the trace's manifest and the replay code (:func:`code_digest`), so a
+re-run finds finished runs, while a changed trace or changed code gets new ones, whatever
+order the runs execute in.
 """
 
 from __future__ import annotations
@@ -57,6 +58,16 @@ def expand(options: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*axes)]
 
 
+def code_digest() -> str:
+    """sha256 of the package's Python sources: runs made by other code are not reused."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def trace_digest(trace_dir: Path) -> str:
     """sha256 of the trace's manifest (which names its sources by hash): the trace's identity."""
     manifest = Path(trace_dir) / "manifest.json"
@@ -75,8 +86,9 @@ def build_grid(section: Mapping[str, Any], root: Path = Path(".")) -> list[RunSp
     if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
         raise UsageError("sweep.seeds must be a list of integers", field="sweep.seeds")
     specs = []
+    code = code_digest()
     for trace, trace_path in sorted(traces.items()):
-        digest = trace_digest(root / trace_path)
+        digest = trace_digest(root / trace_path) + code
         for policy, params in sorted(policies.items()):
             for combo in expand(params or {}):
                 for cluster_name, cluster in sorted(clusters.items()):
