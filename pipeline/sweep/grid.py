@@ -58,13 +58,18 @@ def expand(options: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*axes)]
 
 
+# The packages whose code decides a run's results (the sweep stage's code deps in dvc.yaml).
+REPLAY_CODE = ("sim", "policies", "replay", "metrics", "trace")
+
+
 def code_digest() -> str:
-    """sha256 of the package's Python sources: runs made by other code are not reused."""
+    """sha256 of the replay code's sources: runs made by other code are not reused."""
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
+    for package in REPLAY_CODE:
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
