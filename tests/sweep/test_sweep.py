@@ -64,9 +64,17 @@ def tables(run_dir: Path) -> dict[str, object]:
             for name in ("task_runs", "node_intervals", "metrics")}
 
 
-def test_dask_sweep_equals_serial_and_skips_finished_runs(trace: Path, tmp_path: Path) -> None:
+def test_sweep_on_a_scheduler_equals_serial_and_skips_finished_runs(
+    trace: Path, tmp_path: Path
+) -> None:
+    from dask.distributed import LocalCluster
+
     serial = sweep(write_params(tmp_path / "a", trace), scheduler="serial", progress=False)
-    parallel = sweep(write_params(tmp_path / "b", trace), workers=2, progress=False)
+    # a real dask.distributed scheduler with two worker processes on 127.0.0.1, by address
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        parallel = sweep(write_params(tmp_path / "b", trace), scheduler=cluster.scheduler_address,
+                         progress=False)
     assert serial["ran"] == parallel["ran"] == 12
     for run in sorted((tmp_path / "a" / "runs").rglob("run.json")):
         twin = tmp_path / "b" / run.parent.relative_to(tmp_path / "a")
