@@ -1,12 +1,14 @@
 -- Each run against the baseline policy's run on the same trace and seed: node-hours and
 -- dollars saved (baseline minus run; positive = cheaper than the baseline) and percent.
 -- The baseline policy is the session variable `baseline_policy` when set, else the
--- `settings` row `baseline_policy` (default yarn-uniform).  Where the baseline ran the same
--- trace and seed in several configurations, the one with default parameters ({}) on the
--- fixed cluster is used (the status quo), else the lowest run_id.  Runs with no baseline
--- run keep NULL savings.
+-- `settings` row `baseline_policy` (default yarn-uniform).  Like is compared with like: the
+-- baseline run on the same cluster (same kind and options) is preferred, then one on the
+-- same cluster kind, then the status quo (default parameters on the fixed cluster), then the
+-- lowest run_id.  Runs with no baseline run keep NULL savings.
 with summary as (
-    select * from policy_summary
+    select policy_summary.*, runs.cluster::varchar as cluster_text
+    from policy_summary
+    join runs using (run_id)
 ),
 
 baseline_setting as (
@@ -18,21 +20,35 @@ baseline_setting as (
 ),
 
 baseline_candidates as (
-    select
-        summary.*,
-        row_number() over (
-            partition by summary.trace, summary.seed
-            order by
-                (summary.params_text = '') desc,
-                (coalesce(summary.cluster_mode, 'fixed') = 'fixed') desc,
-                summary.run_id
-        ) as preference
+    select summary.*
     from summary
     join baseline_setting on summary.policy = baseline_setting.baseline_policy
 ),
 
+pairs as (
+    select
+        summary.run_id,
+        candidate.run_id     as baseline_run_id,
+        candidate.node_hours as baseline_node_hours,
+        candidate.cost_usd   as baseline_cost_usd,
+        row_number() over (
+            partition by summary.run_id
+            order by
+                (candidate.cluster_text is not distinct from summary.cluster_text) desc,
+                (coalesce(candidate.cluster_mode, 'fixed')
+                    = coalesce(summary.cluster_mode, 'fixed')) desc,
+                (candidate.params_text = '') desc,
+                (coalesce(candidate.cluster_mode, 'fixed') = 'fixed') desc,
+                candidate.run_id
+        ) as preference
+    from summary
+    join baseline_candidates as candidate
+        on candidate.trace = summary.trace
+        and candidate.seed is not distinct from summary.seed
+),
+
 baseline_runs as (
-    select * from baseline_candidates where preference = 1
+    select * from pairs where preference = 1
 ),
 
 final as (
@@ -44,22 +60,20 @@ final as (
         summary.seed,
         summary.label,
         baseline_setting.baseline_policy,
-        baseline_runs.run_id                                  as baseline_run_id,
+        baseline_runs.baseline_run_id,
         summary.node_hours,
-        baseline_runs.node_hours                              as baseline_node_hours,
-        baseline_runs.node_hours - summary.node_hours         as node_hours_saved,
-        100 * (baseline_runs.node_hours - summary.node_hours)
-            / nullif(baseline_runs.node_hours, 0)             as node_hours_saved_pct,
+        baseline_runs.baseline_node_hours,
+        baseline_runs.baseline_node_hours - summary.node_hours  as node_hours_saved,
+        100 * (baseline_runs.baseline_node_hours - summary.node_hours)
+            / nullif(baseline_runs.baseline_node_hours, 0)      as node_hours_saved_pct,
         summary.cost_usd,
-        baseline_runs.cost_usd                                as baseline_cost_usd,
-        baseline_runs.cost_usd - summary.cost_usd             as cost_saved_usd,
-        100 * (baseline_runs.cost_usd - summary.cost_usd)
-            / nullif(baseline_runs.cost_usd, 0)               as cost_saved_pct
+        baseline_runs.baseline_cost_usd,
+        baseline_runs.baseline_cost_usd - summary.cost_usd      as cost_saved_usd,
+        100 * (baseline_runs.baseline_cost_usd - summary.cost_usd)
+            / nullif(baseline_runs.baseline_cost_usd, 0)        as cost_saved_pct
     from summary
     cross join baseline_setting
-    left join baseline_runs
-        on baseline_runs.trace = summary.trace
-        and baseline_runs.seed is not distinct from summary.seed
+    left join baseline_runs using (run_id)
 )
 
 select * from final

@@ -245,3 +245,17 @@ def test_labels_tell_configurations_apart(tmp_path: Path, runs: list[Path]) -> N
     assert labels[2] == "yarn-uniform"
     assert labels[0].startswith("packing slack=0.1 [elastic] #")
     assert labels[1].startswith("packing slack=0.1 [elastic] #") and labels[0] != labels[1]
+
+
+def test_each_run_is_compared_with_the_baseline_on_the_same_cluster(tmp_path: Path) -> None:
+    uniform_fixed = write_run(tmp_path, "yarn-uniform", demo_tasks(False), demo_intervals(False))
+    uniform_elastic = write_run(tmp_path, "yarn-uniform", demo_tasks(False),
+                                demo_intervals(True), params={"x": 1}, cluster_mode="elastic")
+    packed_elastic = write_run(tmp_path, "packing", demo_tasks(True), demo_intervals(True),
+                               params={"slack": 0.1}, cluster_mode="elastic")
+    db = tmp_path / "wh.duckdb"
+    load([uniform_fixed, uniform_elastic, packed_elastic], db)
+    _, rows = sql(db, "select policy, baseline_run_id = (select run_id from runs where "
+                      "policy = 'yarn-uniform' and cluster->>'mode' = 'elastic'), "
+                      "node_hours_saved from cost_savings where policy = 'packing'")
+    assert rows == [("packing", True, 0.0)]
