@@ -34,6 +34,31 @@ create table if not exists task_runs (
     mem        double
 );
 
+-- Written by every replay since queues came in; declared so the queue views can use them
+-- on warehouses whose runs predate them (null there).
+alter table task_runs add column if not exists preemptions integer;
+alter table task_runs add column if not exists wasted_s double;
+alter table task_runs add column if not exists first_start_s double;
+
+-- The queue configuration of runs whose policy has queues (queues.parquet; optional).
+-- Shares are fractions of the cluster; guaranteed_<r>/max_<r> in the trace's units.
+create table if not exists queues (
+    run_id           varchar not null,
+    queue            varchar not null,  -- full path, e.g. root.analytics.science
+    parent           varchar,           -- null for root
+    leaf             boolean,
+    depth            integer,
+    weight           double,            -- share of the parent's guarantee (0..1)
+    guaranteed_share double,
+    max_share        double,
+    guaranteed_cpu   double,
+    max_cpu          double,
+    guaranteed_mem   double,
+    max_mem          double,
+    guaranteed_gpu   double,
+    max_gpu          double
+);
+
 create table if not exists node_intervals (
     run_id     varchar not null,
     machine_id varchar,

@@ -12,11 +12,16 @@ from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.policies.base import Param, PolicyBase, resolve_params
+from pipeline.policies.capacity import CapacityScheduler
+from pipeline.policies.drf import DominantResourceFairness
+from pipeline.policies.fair import FairScheduler
 from pipeline.policies.packing import ContainerPacking
 from pipeline.policies.uniform import YarnUniform
 
 POLICIES: dict[str, type[PolicyBase]] = {
-    cls.name: cls for cls in (YarnUniform, ContainerPacking)
+    cls.name: cls for cls in (YarnUniform, ContainerPacking, DominantResourceFairness,
+                          FairScheduler,
+                          CapacityScheduler)
 }
 
 __all__ = ["POLICIES", "Param", "PolicyBase", "describe_policies", "make_policy",

@@ -100,6 +100,22 @@ class PolicyBase:
     def decide(self, view: SchedView) -> Decisions:
         raise NotImplementedError
 
+    # -- optional reporting hooks (called after the run; policies without queues keep these)
+    def assigned_queues(self, user: np.ndarray,
+                        queue: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]] | None:
+        """Leaf queue code of each (user code, trace queue code) pair and the leaf names.
+
+        ``None`` (the default) means the policy has no queues of its own, so
+        ``task_runs.queue`` shows the trace's queue.  Codes index ``cluster.users`` and
+        ``cluster.queues`` as given to ``setup``; a returned code of -1 means null.
+        """
+        return None
+
+    def queue_rows(self, total: np.ndarray) -> dict[str, list[Any]] | None:
+        """Rows of ``queues.parquet`` (see :mod:`pipeline.policies.queues.report`) for a
+        cluster of ``total`` (cpu, mem, gpu), or ``None`` when the policy has no queues."""
+        return None
+
 
 def resolve_params(cls: type[PolicyBase], raw: Mapping[str, Any] | None) -> dict[str, Any]:
     """Check and type ``raw`` against ``cls.PARAMS``; return every parameter with defaults."""

@@ -25,6 +25,7 @@ TASK_RUNS = "task_runs.parquet"
 NODE_INTERVALS = "node_intervals.parquet"
 METRICS = "metrics.parquet"
 RUN_JSON = "run.json"
+QUEUES = "queues.parquet"
 BUCKET_ROWS = 1 << 20
 
 
@@ -177,3 +178,23 @@ def write_table(table: pa.Table, path: Path) -> None:
 
 def write_json(data: dict[str, Any], path: Path) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+QUEUES_SCHEMA = pa.schema(
+    [("run_id", pa.string()), ("queue", pa.string()), ("parent", pa.string()),
+     ("leaf", pa.bool_()), ("depth", pa.int32()), ("weight", pa.float64()),
+     ("guaranteed_share", pa.float64()), ("max_share", pa.float64())]
+    + [(f"{kind}_{r}", pa.float64()) for r in ("cpu", "mem", "gpu")
+       for kind in ("guaranteed", "max")]
+)
+
+
+def queues_table(rows: dict[str, list[Any]], run_id: str) -> pa.Table:
+    """``queues.parquet``: the run's queue configuration (fixed columns, then the policy's)."""
+    n = len(rows["queue"])
+    fixed = {"run_id": [run_id] * n, **{k: rows[k] for k in QUEUES_SCHEMA.names[1:]}}
+    table = pa.table(fixed, schema=QUEUES_SCHEMA)
+    for key, values in rows.items():
+        if key not in QUEUES_SCHEMA.names:
+            table = table.append_column(key, pa.array(values))
+    return table

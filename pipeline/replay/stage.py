@@ -130,18 +130,34 @@ def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: Clus
     node_of = ({mid: i for i, mid in enumerate(cluster.machine_ids)}
                if spec.kind == "fixed" else None)
     refs = trace.dependency_refs()
+    policy_obj = make_policy(policy, params)
     sim = Simulation(
-        cluster, make_policy(policy, params), trace.batches(node_of, set(refs)), store.write,
+        cluster, policy_obj, trace.batches(node_of, set(refs)), store.write,
         users=trace.users, queues=trace.queues, dep_refs=refs, options=options, rng=rng,
     )
     summary = sim.run()
     store.close()
+    job_queue, queue_names = trace.job_queue, trace.queues
+    assigned = policy_obj.assigned_queues(trace.job_user, trace.job_queue)
+    if assigned is not None:
+        job_queue, queue_names = np.asarray(assigned[0], np.int32), tuple(assigned[1])
     batches = out.task_runs_batches(trace.identities(), store, cluster.machine_ids,
-                                    trace.job_user, trace.job_queue, trace.users,
-                                    trace.queues, run_id)
+                                    trace.job_user, job_queue, trace.users,
+                                    queue_names, run_id)
     out.write_task_runs(batches, tmp / out.TASK_RUNS)
+    rows = policy_obj.queue_rows(_cluster_total(spec, trace, cluster))
+    if rows is not None:
+        out.write_table(out.queues_table(rows, run_id), tmp / out.QUEUES)
     shutil.rmtree(scratch)
     return summary, sim
+
+
+def _cluster_total(spec: ClusterSpec, trace: TraceInput,
+                   cluster: FixedCluster | ElasticCluster) -> np.ndarray:
+    """The cluster's (cpu, mem, gpu) for queue shares: all machines, or max_nodes templates."""
+    if spec.kind == "fixed":
+        return trace.machine_cap().sum(axis=0)
+    return np.asarray(cluster.template, dtype=np.float64) * float(cluster.max_nodes or 0)
 
 
 def _write_metrics(tmp: Path, run_id: str, end_s: float) -> dict[str, float | None]:

@@ -107,6 +107,32 @@ def allocated_capacity_chart(utilization: pl.DataFrame) -> alt.FacetChart:
     )
 
 
+def queue_share_chart(shares: pl.DataFrame) -> alt.FacetChart:
+    """Each leaf queue's memory share over time (mean over seeds) against its guarantee."""
+    series = (
+        shares.group_by(["label", "queue", "bucket_start_s"])
+        .agg(pl.col("mem_share").cast(pl.Float64).mean(),
+             pl.col("guaranteed_share").cast(pl.Float64).first())
+        .with_columns((pl.col("bucket_start_s") / 3600).alias("time_h"))
+        .sort(["label", "queue", "time_h"])
+    )
+    x = alt.X("time_h:Q", title="time (h)")
+    color = alt.Color("queue:N", title="queue")
+    lines = alt.Chart().mark_line(interpolate="step-after").encode(
+        x=x, y=alt.Y("mem_share:Q", title="share of memory"), color=color,
+        tooltip=["label:N", "queue:N", alt.Tooltip("time_h:Q", format=".2f"),
+                 alt.Tooltip("mem_share:Q", format=".1%"),
+                 alt.Tooltip("guaranteed_share:Q", format=".1%")])
+    guarantees = alt.Chart().mark_line(strokeDash=[4, 3]).encode(
+        x=x, y="guaranteed_share:Q", color=color)
+    return (
+        alt.layer(lines, guarantees, data=series)
+        .properties(width=WIDTH, height=HEIGHT // 2)
+        .facet(row=alt.Row("label:N", title=None))
+        .properties(title="Queue shares over time against guarantees")
+    )
+
+
 def _over_time(utilization: pl.DataFrame, values: list[str]) -> pl.DataFrame:
     """Per label and bucket, the mean of ``values`` over seeds, with time in hours."""
     return (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
@@ -12,7 +12,7 @@ from pipeline.errors import TraceError, UsageError
 from pipeline.warehouse.db import connect, describe_error
 
 VIEWS = ("policy_summary", "cost_savings", "utilization_over_time", "fairness_vs_wait",
-         "unschedulable_work")
+         "unschedulable_work", "queue_share_over_time", "queue_summary")
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,13 @@ class ReportData:
     utilization: pl.DataFrame
     fairness: pl.DataFrame
     unschedulable: pl.DataFrame
+    queue_shares: pl.DataFrame = field(default_factory=pl.DataFrame)  # empty: no queues
+    queue_summary: pl.DataFrame = field(default_factory=pl.DataFrame)
+
+    @property
+    def has_queues(self) -> bool:
+        """Whether any run here has queues (a queue-based policy)."""
+        return self.queue_shares.height > 0
 
     def traces(self) -> list[str]:
         """The traces with at least one run, sorted."""
@@ -35,8 +42,16 @@ class ReportData:
         def only(frame: pl.DataFrame) -> pl.DataFrame:
             return frame.filter(pl.col("trace") == trace)
 
+        def runs_of(frame: pl.DataFrame) -> pl.DataFrame:
+            if frame.height == 0:
+                return frame
+            return frame.filter(pl.col("run_id").is_in(self.summary.filter(
+                pl.col("trace") == trace)["run_id"].implode()))
+
         return ReportData(self.baseline, only(self.summary), only(self.savings),
-                          only(self.utilization), only(self.fairness), only(self.unschedulable))
+                          only(self.utilization), only(self.fairness), only(self.unschedulable),
+                          only(self.queue_shares) if self.queue_shares.height else
+                          self.queue_shares, runs_of(self.queue_summary))
 
 
 def read_report_data(db: Path, baseline: str) -> ReportData:
@@ -60,6 +75,8 @@ def read_report_data(db: Path, baseline: str) -> ReportData:
         utilization=frames["utilization_over_time"],
         fairness=frames["fairness_vs_wait"],
         unschedulable=frames["unschedulable_work"],
+        queue_shares=frames["queue_share_over_time"],
+        queue_summary=frames["queue_summary"],
     )
 
 

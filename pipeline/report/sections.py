@@ -41,8 +41,26 @@ def trace_sections(data: ReportData) -> list[Section]:
                 "Jain's index over users (1 = perfectly fair) against task queueing delay."),
         Section("unschedulable", "Work not done", None, unschedulable_table(data.unschedulable),
                 "A cheaper policy that leaves work undone is not a saving."),
+        *queue_sections(data),
         Section("parameters", "Runs and their parameters", None, parameters_table(data.summary)),
     ]
+
+
+def queue_sections(data: ReportData) -> list[Section]:
+    """Queue shares against guarantees and preemption cost (only when runs have queues)."""
+    if not data.has_queues:
+        return []
+    table = data.queue_summary.select(
+        "policy", "queue", "guaranteed_share", "mean_mem_share", "share_of_guarantee",
+        "preemptions", "wasted_task_s", "job_start_wait_mean_s", "jain_users", "jain_queues",
+    )
+    return [Section(
+        "queue-shares", "Queue shares against guarantees, and preemption cost",
+        charts.queue_share_chart(data.queue_shares), table,
+        "Each leaf queue's share of the provisioned memory over time (line) against its "
+        "guaranteed share (dashed). Preempted work is run time lost to preemptions; job start "
+        "wait includes waiting for AM room.",
+    )]
 
 
 def cost_table(savings: pl.DataFrame) -> pl.DataFrame:

@@ -34,7 +34,8 @@ trace's units; node arrays are indexed by *node slot* ``0..n_nodes-1``, fixed fo
     ``row`` (the task's row in the trace, stable across runs).
 ``view.running`` (:class:`RunningView`, only built for policies with ``needs_running =
     True``): the running containers with ``node``, ``req``, ``used``, ``user``, ``queue``,
-    ``job``, ``priority``, ``start_s``, ``progress`` (fraction of work done) and ``attempts``.
+    ``job``, ``priority``, ``start_s``, ``progress`` (fraction of work done), ``attempts``
+    and ``row`` (the task's trace row, a stable identity across calls).
 
 What a policy returns (:class:`Decisions`; index arrays are int64):
 
@@ -206,6 +207,7 @@ class RunningView:
     start_s: np.ndarray
     progress: np.ndarray
     attempts: np.ndarray
+    row: np.ndarray = field(default_factory=lambda: EMPTY)  # trace row (stable task identity)
 
 
 @dataclass

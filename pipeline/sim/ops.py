@@ -50,7 +50,8 @@ class Operations:
         speed = self.cluster.nodes.speed[node]
         progress = np.clip((at - t.start[slots]) * speed / t.duration[slots], 0.0, 1.0)
         cols = {name: readonly(getattr(t, name)[slots])
-                for name in ("req", "used", "user", "queue", "job", "priority", "attempts")}
+                for name in ("req", "used", "user", "queue", "job", "priority", "attempts",
+                             "row")}
         return RunningView(node=readonly(node), start_s=readonly(t.start[slots]),
                            progress=readonly(progress), **cols)
 

@@ -25,6 +25,10 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "node_intervals": ("run_id", "machine_id", "up_s", "down_s", "cpu", "mem"),
     "metrics": ("run_id", "metric", "value", "unit"),
 }
+# Tables a run directory may have (queue-based policies write queues.parquet).
+OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
+    "queues": ("run_id", "queue", "parent", "leaf", "guaranteed_share", "max_share"),
+}
 REQUIRED_KEYS = ("run_id", "trace", "policy", "seed")
 KNOWN_KEYS = (
     "run_id", "trace", "trace_path", "policy", "params", "seed", "wall_s", "code_version",
@@ -52,6 +56,11 @@ def read_run_dir(path: Path) -> RunDir:
     for name, parts in files.items():
         for part in parts:
             check_columns(part, REQUIRED_COLUMNS[name])
+    for name, columns in OPTIONAL_COLUMNS.items():
+        if (path / f"{name}.parquet").exists():
+            files[name] = table_files(path, name)
+            for part in files[name]:
+                check_columns(part, columns)
     return RunDir(path, str(meta["run_id"]), runs_row(meta, path), files)
 
 

@@ -31,6 +31,7 @@ from pipeline.warehouse.rundir import RunDir, read_run_dir
 
 TABLES = ("runs", "task_runs", "node_intervals", "metrics")
 PARQUET_TABLES = TABLES[1:]
+OPTIONAL_TABLES = ("queues",)  # loaded when the run directory has them
 
 
 def load(runs: Iterable[Path], db: Path, *, baseline: str | None = None) -> dict[str, Any]:
@@ -83,10 +84,10 @@ def _load_all(
 def load_run(con: duckdb.DuckDBPyConnection, run: RunDir) -> dict[str, int]:
     """Stage one run and replace its rows in every table; rows inserted per Parquet table."""
     stage_sources(con, run)
-    for table in TABLES:
+    for table in TABLES + OPTIONAL_TABLES:
         con.execute(f"delete from {table} where run_id = ?", [run.run_id])
     counts = {}
-    for table in TABLES:
+    for table in TABLES + tuple(t for t in OPTIONAL_TABLES if t in run.files):
         where = run.path / "run.json" if table == "runs" else run.files[table][0]
         try:
             add_new_columns(con, table)
@@ -104,10 +105,13 @@ def stage_sources(con: duckdb.DuckDBPyConnection, run: RunDir) -> None:
         # Through Arrow, not read_parquet: DuckDB trusts Parquet min/max statistics, which
         # leave NaN out, and folds isnan() to false, so NaN times would not become NULL.
         con.register(f"src_{table}", ds.dataset([str(f) for f in run.files[table]]))
-    for table in TABLES:
+    optional = [t for t in OPTIONAL_TABLES if t in run.files]
+    for table in optional:
+        con.register(f"src_{table}", ds.dataset([str(f) for f in run.files[table]]))
+    for table in TABLES + tuple(optional):
         query = sql_text(STAGING_DIR / f"stg_{table}.sql")
         con.execute(f"create or replace temp view stg_{table} as {query}")
-    for table in PARQUET_TABLES:
+    for table in PARQUET_TABLES + tuple(optional):
         check_run_id(con, table, run)
 
 

@@ -1,0 +1,146 @@
+"""The kernel's inputs for one scheduling point: applications, users, leaves and queues.
+
+Cost matters here (it runs at every scheduling point): one pass over the running
+containers (one gather and three bincounts), and sorting only the pending requests that
+can be served.  Requests of applications that cannot start now, because their leaf has
+no AM room or is at its application limit, are left out before sorting; they are not
+"active" either (in Hadoop a user becomes active through an activated application).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pipeline.policies.capacity.state import am_limits, dense_sum
+from pipeline.sim.interface import SchedView
+
+if TYPE_CHECKING:
+    from pipeline.policies.capacity.policy import CapacityScheduler
+
+
+def kernel_inputs(p: CapacityScheduler, view: SchedView, req: np.ndarray, leaf: np.ndarray,
+                  run_leaf: np.ndarray, run_req: np.ndarray, cluster: np.ndarray) -> tuple:
+    """Arguments of :func:`~pipeline.policies.capacity.kernel.allocate` (without ``out``)."""
+    pend, run, nodes = view.pending, view.running, view.nodes
+    assert run is not None
+    tree, s = p.tree_, p.settings_
+    n_leaves, n_users = tree.n_leaves, p.weights_.shape[1]
+    n_pairs = n_leaves * n_users
+    jobs = np.asarray(pend.job, dtype=np.int64)
+    run_job = np.asarray(run.job, dtype=np.int64)
+    # running: per (leaf, user) pair use; leaf and queue use follow from it
+    run_pi = run_leaf * n_users + np.asarray(run.user, np.int64)
+    pair_used = dense_sum(run_pi, run_req, n_pairs)
+    q_used = p.paths_ @ pair_used.reshape(n_leaves, n_users, 3).sum(axis=1)
+    # started (activated) applications alive now: AM use and application counts
+    mark = np.zeros(len(p.started_), dtype=np.bool_)
+    mark[run_job] = True
+    mark[jobs] = True
+    alive = np.flatnonzero(mark & p.started_)
+    alive_leaf = p.job_leaf_[alive]
+    am_used = dense_sum(alive_leaf, p.am_req_[alive], n_leaves)
+    leaf_apps = np.bincount(alive_leaf, minlength=n_leaves).astype(np.int64)
+    pair_apps = np.bincount(p.job_pair_[alive], minlength=n_pairs).astype(np.int64)
+    q_guar = tree.abs_cap[:, None] * cluster[None, :]
+    q_max = tree.abs_max[:, None] * cluster[None, :]
+    leaf_cap, leaf_max = q_guar[tree.leaves], q_max[tree.leaves]
+    am_limit = am_limits(s, leaf_max, p.minimum_, "dominant" if p.calc_ else "default")
+    # pending requests that can be served now
+    closed = (leaf_apps > 0) & (
+        (am_used[:, 1] + p.minimum_[1] > am_limit[:, 1] + 1e-9) | (leaf_apps >= p.app_max_))
+    sel = np.flatnonzero(_startable(p, jobs, leaf, leaf_apps, closed))
+    app_jobs, a_order, req_idx, counts = _applications(
+        p, jobs[sel], leaf[sel], np.asarray(pend.priority)[sel])
+    req_idx = sel[req_idx].astype(np.int64)
+    app_hi = np.cumsum(counts).astype(np.int64)
+    app_lo = app_hi - counts
+    sorted_jobs = app_jobs[a_order]
+    sorted_leaf = p.job_leaf_[sorted_jobs]
+    leaf_app_lo = np.searchsorted(sorted_leaf, np.arange(n_leaves)).astype(np.int64)
+    leaf_app_hi = np.searchsorted(sorted_leaf, np.arange(n_leaves), side="right")
+    # per-job memory used by running containers and pending demand (fair ordering only)
+    run_job_mem = (_by_key(run_job, run_req[:, 1], sorted_jobs) if s.fair.any()
+                   else np.zeros(len(app_jobs)))
+    pend_mem = np.add.reduceat(req[req_idx, 1], app_lo) if len(req_idx) else np.zeros(0)
+    # users per leaf, dense: pair = leaf * n_users + user (YARN's UsersManager is per queue)
+    pend_pi = leaf[sel] * n_users + np.asarray(pend.user, np.int64)[sel]
+    pair_left = np.bincount(pend_pi, minlength=n_pairs).astype(np.int64)
+    pair_leaf = np.repeat(np.arange(n_leaves), n_users)
+    pair_w = p.weights_.ravel()
+    active = pair_left > 0
+    leaf_active_used = dense_sum(pair_leaf[active], pair_used[active], n_leaves)
+    leaf_active_w = np.bincount(pair_leaf[active], weights=pair_w[active], minlength=n_leaves)
+    free = np.maximum(nodes.cap[nodes.up] - nodes.alloc[nodes.up], 0.0).sum(axis=0)
+    return (np.ascontiguousarray(req), req_idx, app_lo, app_hi,
+            p.job_pair_[sorted_jobs].astype(np.int64), p.started_[sorted_jobs].copy(),
+            run_job_mem, pend_mem + run_job_mem,
+            leaf_app_lo, leaf_app_hi.astype(np.int64), pair_used, pair_w, pair_left,
+            pair_apps, tree.leaves.astype(np.int64), leaf_cap, leaf_max, s.mulp, s.ulf,
+            s.fair, s.size_weight, leaf_active_used, leaf_active_w.astype(np.float64),
+            leaf_apps, p.app_max_, p.user_app_max_, am_used, am_limit,
+            q_used, q_guar, q_max, tree.parent.astype(np.int64), s.q_kids_lo, s.q_kids,
+            s.q_prio, s.q_use_prio, s.q_leaf, free, cluster.astype(np.float64),
+            p.minimum_, p.calc_)
+
+
+def _startable(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray,
+               leaf_apps: np.ndarray, closed: np.ndarray) -> np.ndarray:
+    """Per pending request: whether its application is running or may start now.
+
+    Not started applications beyond the room under maximum-applications (the first ones
+    in FIFO order are kept) or in a leaf without AM room cannot get a container in this
+    call; dropping them early keeps a long backlog from being sorted at every call.
+    """
+    started = p.started_[jobs]
+    keep = started | ~closed[leaf]
+    if keep[~started].sum() == 0:
+        return keep
+    mark = np.zeros(len(p.started_), dtype=np.bool_)
+    mark[jobs[keep & ~started]] = True
+    cand = np.flatnonzero(mark)
+    cand_leaf = p.job_leaf_[cand]
+    room = np.maximum(p.app_max_ - leaf_apps, 0)
+    if (np.bincount(cand_leaf, minlength=len(room)) <= room).all():
+        return keep
+    order = np.lexsort((cand, p.first_seen_[cand], -p.job_prio_[cand], cand_leaf))
+    cand, cand_leaf = cand[order], cand_leaf[order]
+    within = np.arange(len(cand)) - np.searchsorted(cand_leaf, cand_leaf)
+    ok = np.zeros(len(p.started_), dtype=np.bool_)
+    ok[cand[within < room[cand_leaf]]] = True
+    return started | (keep & ok[jobs])
+
+
+def _applications(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray,
+                  priority: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Applications in leaf order, then FIFO (priority desc, first seen, job code).
+
+    Returns the unique jobs, their sorting order, the request indices grouped by
+    application in that order (arrival order inside an application) and the number of
+    requests of each application in that order.  One stable sort of the requests.
+    """
+    by_job = np.argsort(jobs, kind="stable")
+    sj = jobs[by_job]
+    starts = np.flatnonzero(np.r_[True, sj[1:] != sj[:-1]]) if len(sj) else np.zeros(0, int)
+    app_jobs = sj[starts]
+    counts = np.diff(np.r_[starts, len(sj)])
+    first = by_job[starts]  # the earliest request of each job (stable sort)
+    app_prio = np.asarray(priority, dtype=np.int64)[first]
+    a_order = np.lexsort((app_jobs, p.first_seen_[app_jobs], -app_prio, leaf[first]))
+    lens = counts[a_order]
+    offsets = np.cumsum(lens) - lens
+    pos = np.repeat(starts[a_order] - offsets, lens) + np.arange(int(lens.sum()))
+    return app_jobs, a_order, by_job[pos], lens
+
+
+def _by_key(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Sum of ``values`` by ``keys`` for each entry of ``wanted`` (0 when absent)."""
+    if len(keys) == 0:
+        return np.zeros(len(wanted))
+    uk, inv = np.unique(keys, return_inverse=True)
+    sums = np.bincount(inv, weights=values)
+    pos = np.searchsorted(uk, wanted)
+    hit = (pos < len(uk)) & (uk[np.minimum(pos, len(uk) - 1)] == wanted)
+    return np.where(hit, sums[np.minimum(pos, len(uk) - 1)], 0.0)

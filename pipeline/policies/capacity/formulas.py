@@ -1,0 +1,141 @@
+"""CapacityScheduler formulas (Hadoop 3.3), as pure functions on (cpu, mem, gpu) vectors.
+
+Resource calculators (apache/hadoop ``hadoop-yarn-common`` ``util/resource``):
+``DefaultResourceCalculator`` "only uses Memory" for comparisons and ratios;
+``DominantResourceCalculator`` compares dominant shares of the cluster, then the second
+largest (javadoc: "the maximum share that the entity has been allocated of any resource").
+Vectors here are ``(cpu, mem, gpu)`` in the trace's units; ``minimum`` holds the minimum
+allocation per resource (0 = no rounding for that resource).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+DEFAULT = "default"
+DOMINANT = "dominant"
+EPS = 1e-9
+
+
+def _round_up(x: np.ndarray, step: np.ndarray) -> np.ndarray:
+    safe = np.where(step > 0, step, 1.0)
+    return np.where(step > 0, np.ceil(x / safe - EPS) * safe, x)
+
+
+def _round_down(x: np.ndarray, step: np.ndarray) -> np.ndarray:
+    safe = np.where(step > 0, step, 1.0)
+    return np.where(step > 0, np.floor(x / safe + EPS) * safe, x)
+
+
+def normalize(req: np.ndarray, minimum: np.ndarray, calculator: str = DEFAULT) -> np.ndarray:
+    """Requests rounded up to multiples of the minimum allocation (never below it).
+
+    ``DefaultResourceCalculator.normalize``: ``roundUp(max(request, minimum), minimum)``
+    for memory only; ``DominantResourceCalculator`` does every resource with a minimum.
+    ``req`` may be one vector or an (m, 3) array.  The maximum allocation is not applied:
+    the core already marks requests no machine can hold as unschedulable.
+    """
+    req = np.asarray(req, dtype=np.float64)
+    step = np.asarray(minimum, dtype=np.float64).copy()
+    if calculator == DEFAULT and req.ndim == 2:  # fast path: one column
+        out = req.copy()
+        if step[1] > 0:
+            out[:, 1] = np.ceil(np.maximum(req[:, 1], step[1]) / step[1] - EPS) * step[1]
+        return out
+    if calculator == DEFAULT:
+        step[[0, 2]] = 0.0
+    out = _round_up(np.maximum(req, step), step)
+    return np.where(req > 0, out, np.where(step > 0, step, req)) if calculator == DEFAULT \
+        else np.where((req > 0) | (step > 0), out, req)
+
+
+def ratio(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calculator: str) -> float:
+    """``rc.divide(cluster, a, b)``: memory ratio, or dominant share of a over that of b."""
+    if calculator == DEFAULT:
+        return float(a[1] / b[1]) if b[1] > 0 else math.inf
+    sb = dominant_share(b, cluster)
+    return dominant_share(a, cluster) / sb if sb > 0 else math.inf
+
+
+def dominant_share(x: np.ndarray, cluster: np.ndarray) -> float:
+    """Largest share of the cluster over resources the cluster has."""
+    has = cluster > 0
+    return float(np.max(x[has] / cluster[has])) if has.any() else 0.0
+
+
+def greater(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calculator: str) -> bool:
+    """``Resources.greaterThan(rc, cluster, a, b)``."""
+    if calculator == DEFAULT:
+        return bool(a[1] > b[1] + EPS)
+    has = cluster > 0
+    sa = np.sort(a[has] / cluster[has])[::-1]
+    sb = np.sort(b[has] / cluster[has])[::-1]
+    for x, y in zip(sa, sb, strict=True):
+        if abs(x - y) > EPS:
+            return bool(x > y)
+    return False
+
+
+def vmin(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calculator: str) -> np.ndarray:
+    """``Resources.min``: the smaller of two vectors as the calculator compares them."""
+    return b if greater(a, b, cluster, calculator) else a
+
+
+def vmax(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calculator: str) -> np.ndarray:
+    """``Resources.max``."""
+    return a if greater(a, b, cluster, calculator) else b
+
+
+def user_limit(queue_capacity: np.ndarray, queue_used: np.ndarray, active_used: np.ndarray,
+               active_weight: float, mulp: float, ulf: float, queue_max: np.ndarray,
+               minimum: np.ndarray, cluster: np.ndarray, calculator: str = DEFAULT
+               ) -> np.ndarray:
+    """The active-users user limit of a leaf queue (``UsersManager.computeUserLimit``).
+
+    ``queue_capacity`` is the queue's guaranteed resource, ``queue_used`` what all its users
+    use, ``active_used`` what its active users (with pending requests) use and
+    ``active_weight`` the sum of their weights.  As in Hadoop 3.3 the request is assumed to
+    be one minimum allocation; per user, multiply by the user's weight and round *down*
+    (:func:`user_specific_limit`).
+    """
+    required = np.asarray(minimum, dtype=np.float64)
+    cap = vmax(queue_capacity, required, cluster, calculator)  # "miniscule capacity"
+    current = cap if greater(cap, queue_used, cluster, calculator) else queue_used + required
+    n = max(active_weight, EPS)
+    # divideAndCeil rounds to whole MB/vcores; in the trace's float units that is a no-op
+    # next to the final round-up to the minimum allocation.
+    by_users = (active_used + required) / n
+    by_percent = current * mulp / 100.0
+    limit = vmax(by_users, by_percent, cluster, calculator)
+    max_limit = queue_max if ulf < 0 else cap * ulf
+    return _round_up(vmin(limit, max_limit, cluster, calculator), _step(minimum, calculator))
+
+
+def user_specific_limit(limit: np.ndarray, weight: float, minimum: np.ndarray,
+                        calculator: str = DEFAULT) -> np.ndarray:
+    """``normalizeDown(userLimit * weight, minimum)`` (UsersManager)."""
+    return _round_down(limit * weight, _step(minimum, calculator))
+
+
+def _step(minimum: np.ndarray, calculator: str) -> np.ndarray:
+    step = np.asarray(minimum, dtype=np.float64).copy()
+    if calculator == DEFAULT:
+        step[[0, 2]] = 0.0
+    return step
+
+
+def am_limit(queue_usable: np.ndarray, max_am_percent: float, minimum: np.ndarray,
+             calculator: str = DEFAULT) -> np.ndarray:
+    """AM resource limit of a leaf: ``normalizeUp(queueUsable * maxAMResourcePercent)``."""
+    return _round_up(queue_usable * max_am_percent, _step(minimum, calculator))
+
+
+def max_applications(system_max: int, abs_capacity: float, mulp: float,
+                     ulf: float) -> tuple[int, int]:
+    """(per-queue, per-user) maximum applications (LeafQueue ``setupQueueConfigs``)."""
+    per_queue = int(system_max * abs_capacity)
+    factor = ulf if ulf > 0 else 1.0
+    per_user = min(per_queue, int(per_queue * mulp / 100.0 * factor))
+    return per_queue, per_user

@@ -1,0 +1,242 @@
+"""The CapacityScheduler assignment loop, compiled: one container at a time, as Hadoop does.
+
+Per container (apache/hadoop 3.3 ``ParentQueue.assignContainers`` -> ``LeafQueue`` ->
+``RegularContainerAllocator``): descend from the root to a leaf choosing, among children
+that can still take something, the one with the lowest relative used capacity
+(``PriorityUtilizationQueueOrderingPolicy``; with ``priority-utilization`` the queue
+priority decides when both are under or both over their guarantee; ties: larger
+guarantee, then configuration order).  In the leaf, applications in ordering-policy order
+(FIFO: higher priority, then earlier submission; fair: least memory used, optionally
+divided by log2(1 + demand), then FIFO) get the first chance; an application is skipped
+when its user is over the user limit (``used > limit``, so one container may overshoot),
+when its first container (its AM) does not fit the AM limit or the application limits, or
+when the container would take a queue on the path over its maximum capacity or exceed the
+cluster's free resources.  Node choice is left to the caller.
+
+Vectors are ``(cpu, mem, gpu)``; ``calc`` is 0 for the default (memory-only) calculator and
+1 for the dominant one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+EPS = 1e-9
+
+
+@njit(cache=True)
+def greater(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calc: int) -> bool:
+    """``Resources.greaterThan``: memory, or shares compared largest first (DRC)."""
+    if calc == 0:
+        return a[1] > b[1] + EPS
+    sa = np.zeros(3)
+    sb = np.zeros(3)
+    for r in range(3):
+        if cluster[r] > 0:
+            sa[r] = a[r] / cluster[r]
+            sb[r] = b[r] / cluster[r]
+    sa = -np.sort(-sa)
+    sb = -np.sort(-sb)
+    for r in range(3):
+        if abs(sa[r] - sb[r]) > EPS:
+            return sa[r] > sb[r]
+    return False
+
+
+@njit(cache=True)
+def ratio(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calc: int) -> float:
+    """``rc.divide``: memory ratio, or dominant share ratio."""
+    if calc == 0:
+        return a[1] / b[1] if b[1] > 0 else np.inf
+    da = 0.0
+    db = 0.0
+    for r in range(3):
+        if cluster[r] > 0:
+            da = max(da, a[r] / cluster[r])
+            db = max(db, b[r] / cluster[r])
+    return da / db if db > 0 else np.inf
+
+
+@njit(cache=True)
+def _round(x: np.ndarray, minimum: np.ndarray, calc: int, up: bool) -> np.ndarray:
+    out = x.copy()
+    for r in range(3):
+        if minimum[r] > 0 and (calc == 1 or r == 1):
+            q = x[r] / minimum[r]
+            out[r] = (np.ceil(q - EPS) if up else np.floor(q + EPS)) * minimum[r]
+    return out
+
+
+@njit(cache=True)
+def user_limit(cap: np.ndarray, queue_used: np.ndarray, active_used: np.ndarray,
+               active_w: float, mulp: float, ulf: float, qmax: np.ndarray,
+               minimum: np.ndarray, cluster: np.ndarray, calc: int) -> np.ndarray:
+    """``UsersManager.computeUserLimit`` (active users); see formulas.user_limit."""
+    c = minimum.copy() if greater(minimum, cap, cluster, calc) else cap.copy()
+    current = c.copy() if greater(c, queue_used, cluster, calc) else queue_used + minimum
+    by_users = (active_used + minimum) / max(active_w, EPS)
+    by_pct = current * (mulp / 100.0)
+    limit = by_pct if greater(by_pct, by_users, cluster, calc) else by_users
+    mx = qmax.copy() if ulf < 0 else c * ulf
+    if greater(limit, mx, cluster, calc):
+        limit = mx
+    return _round(limit, minimum, calc, True)
+
+
+@njit(cache=True)
+def _fits_path(q: int, r: np.ndarray, q_used: np.ndarray, q_max: np.ndarray,
+               q_parent: np.ndarray, cluster: np.ndarray, calc: int) -> bool:
+    while q >= 0:
+        if greater(q_used[q] + r, q_max[q], cluster, calc):
+            return False
+        q = q_parent[q]
+    return True
+
+
+@njit(cache=True)
+def _before(a: int, b: int, q_used: np.ndarray, q_guar: np.ndarray, q_prio: np.ndarray,
+            use_prio: bool, cluster: np.ndarray, calc: int) -> bool:
+    """Whether child queue ``a`` goes before ``b`` (PriorityUtilizationQueueOrderingPolicy)."""
+    ra = ratio(q_used[a], q_guar[a], cluster, calc)
+    rb = ratio(q_used[b], q_guar[b], cluster, calc)
+    if use_prio and q_prio[a] != q_prio[b] and (ra < 1.0) == (rb < 1.0):
+        return q_prio[a] > q_prio[b]
+    if use_prio and (ra < 1.0) != (rb < 1.0):
+        return ra < 1.0
+    if abs(ra - rb) > EPS:
+        return ra < rb
+    ga = ratio(q_guar[a], cluster, cluster, calc)
+    gb = ratio(q_guar[b], cluster, cluster, calc)
+    if abs(ga - gb) > EPS:
+        return ga > gb
+    return a < b
+
+
+@njit(cache=True)
+def _can_activate(leaf, p, r, leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
+                  am_used, am_limit, cluster, calc) -> bool:
+    """Application limits and the AM limit (the first application of a leaf always starts:
+    "skipping enforcement to allow at least one application to start", LeafQueue)."""
+    if leaf_apps[leaf] >= leaf_max_apps[leaf] or pair_apps[p] >= leaf_user_max_apps[leaf]:
+        return False
+    return leaf_apps[leaf] == 0 or not greater(am_used[leaf] + r, am_limit[leaf], cluster,
+                                               calc)
+
+
+@njit(cache=True)
+def _pick_leaf(q_alive, q_kids_lo, q_kids, q_used, q_guar, q_prio, q_use_prio, cluster,
+               calc) -> int:
+    q = 0
+    while q_kids_lo[q + 1] > q_kids_lo[q]:
+        best = -1
+        for k in range(q_kids_lo[q], q_kids_lo[q + 1]):
+            c = q_kids[k]
+            if q_alive[c] and (best < 0 or _before(c, best, q_used, q_guar, q_prio,
+                                                   q_use_prio[q], cluster, calc)):
+                best = c
+        if best < 0:
+            return -1
+        q = best
+    return q
+
+
+@njit(cache=True)
+def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
+             app_demand_mem, leaf_app_lo, leaf_app_hi, pair_used, pair_w, pair_left,
+             pair_apps, leaf_q, leaf_cap, leaf_max, leaf_mulp, leaf_ulf, leaf_fair, leaf_sbw,
+             leaf_active_used, leaf_active_w, leaf_apps, leaf_max_apps, leaf_user_max_apps,
+             am_used, am_limit, q_used, q_guar, q_max, q_parent, q_kids_lo, q_kids, q_prio,
+             q_use_prio, q_leaf, free, cluster, minimum, calc, out):
+    """Assign containers one by one; write request indices in order to ``out``; return count."""
+    n_q = len(q_parent)
+    q_alive = np.zeros(n_q, dtype=np.bool_)
+    for leaf in range(len(leaf_q)):
+        if leaf_app_hi[leaf] > leaf_app_lo[leaf]:
+            q = leaf_q[leaf]
+            while q >= 0:
+                q_alive[q] = True
+                q = q_parent[q]
+    blocked = np.zeros(len(app_lo), dtype=np.bool_)
+    nxt = app_lo.copy()
+    first = leaf_app_lo.copy()  # apps before it are done or blocked (skipped for speed)
+    n = 0
+    while True:
+        q = _pick_leaf(q_alive, q_kids_lo, q_kids, q_used, q_guar, q_prio, q_use_prio,
+                       cluster, calc)
+        if q < 0:
+            break
+        leaf = q_leaf[q]
+        lim = user_limit(leaf_cap[leaf], q_used[q], leaf_active_used[leaf], leaf_active_w[leaf],
+                         leaf_mulp[leaf], leaf_ulf[leaf], leaf_max[leaf], minimum, cluster, calc)
+        chosen = -1
+        best_key = np.inf
+        while first[leaf] < leaf_app_hi[leaf] and (
+                blocked[first[leaf]] or nxt[first[leaf]] >= app_hi[first[leaf]]):
+            first[leaf] += 1
+        for a in range(first[leaf], leaf_app_hi[leaf]):
+            if blocked[a] or nxt[a] >= app_hi[a]:
+                continue
+            p = app_pair[a]
+            ulim = _round(lim * pair_w[p], minimum, calc, False)
+            if greater(pair_used[p], ulim, cluster, calc):
+                continue  # user over its limit (a '>' check: at the limit may still take one)
+            r = req[req_idx[nxt[a]]]
+            if not app_started[a] and not _can_activate(
+                    leaf, p, r, leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
+                    am_used, am_limit, cluster, calc):
+                blocked[a] = True
+                continue
+            fits = True
+            for k in range(3):
+                if r[k] > free[k] + EPS:
+                    fits = False
+            if not fits or not _fits_path(q, r, q_used, q_max, q_parent, cluster, calc):
+                blocked[a] = True
+                continue
+            if not leaf_fair[leaf]:
+                chosen = a
+                break
+            key = app_used_mem[a]
+            if leaf_sbw[leaf]:
+                key = key / max(np.log2(1.0 + app_demand_mem[a]), EPS)
+            if key < best_key - EPS:
+                best_key = key
+                chosen = a
+        if chosen < 0:
+            q_alive[q] = False
+            up = q_parent[q]
+            while up >= 0:
+                alive = False
+                for k in range(q_kids_lo[up], q_kids_lo[up + 1]):
+                    alive = alive or q_alive[q_kids[k]]
+                if alive:
+                    break
+                q_alive[up] = False
+                up = q_parent[up]
+            continue
+        a = chosen
+        p = app_pair[a]
+        i = req_idx[nxt[a]]
+        r = req[i]
+        out[n] = i
+        n += 1
+        nxt[a] += 1
+        free -= r
+        pair_used[p] += r
+        leaf_active_used[leaf] += r
+        app_used_mem[a] += r[1]
+        up = q
+        while up >= 0:
+            q_used[up] += r
+            up = q_parent[up]
+        if not app_started[a]:
+            app_started[a] = True
+            am_used[leaf] += r
+            leaf_apps[leaf] += 1
+            pair_apps[p] += 1
+        pair_left[p] -= 1
+        if pair_left[p] == 0:  # no more pending: the user stops being active
+            leaf_active_used[leaf] -= pair_used[p]
+            leaf_active_w[leaf] -= pair_w[p]
+    return n

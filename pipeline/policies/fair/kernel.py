@@ -1,0 +1,263 @@
+"""The compiled assignment loop of ``fair-scheduler``: walk the queue tree, place, repeat.
+
+Each placement descends from the root as ``FSParentQueue.assignContainer`` does (apache/hadoop
+3.3): at every parent, the alive children are ordered by the parent's scheduling policy and
+the first is entered.  The tree's leaves are the applications (jobs with pending requests,
+children of their leaf queue, weight 1, no minimum); an application's requests are tried
+in queue order.  ``fifo`` (leaf queues only) orders applications by arrival (``rank``: the
+position of the job's first pending request; Hadoop's FifoPolicy uses priority, then start
+time).
+
+Comparators (``FairSharePolicy`` / ``DominantResourceFairnessPolicy``, paraphrased; lower key
+first, ties to the lower queue index where Hadoop uses start time, then name):
+
+- ``fair`` (memory only): a child is *needy* when its usage is below
+  ``min(minShare, demand)``; needy children come first, by ``usage / min(minShare,
+  demand)``; the others by ``usage / weight``; weight-0 children after every weighted one,
+  by usage;
+- ``drf`` (cpu and memory): shares ``usage_j / (cluster_j * weight)``; a child is needy
+  when its usage of its dominant resource is below ``min(minShare, demand)`` of it; needy
+  children first by usage over that minimum, the others by dominant share, then the other
+  share.  (Hadoop 3.3's comparator takes ``minShare`` alone; ``min(minShare, demand)`` is
+  used here for both policies, as FairSharePolicy does.)
+
+A child whose usage already exceeds its ``maxResources`` is skipped (``assignContainerPreCheck``);
+a request is placed only if every queue on its path stays within its maximum
+(``fitsInMaxShare``, "enforced recursively").  Requests that fit no node or would break a
+maximum are skipped and stay pending (room and usage only grow tighter within one call).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from pipeline.policies.drf import group_by_code
+from pipeline.policies.nodeindex import _least_used, _update
+
+FAIR, DRF, FIFO = 0, 1, 2
+EPS = 1e-9
+
+
+@njit(cache=True)
+def leaf_usage(user, queue, req, by_user, by_queue, override, default, n_leaves):
+    """Leaf of each row (as :meth:`LeafTable.leaf`) and the summed ``req`` per leaf."""
+    leaf = np.empty(user.shape[0], dtype=np.int64)
+    total = np.zeros((n_leaves, 3))
+    for i in range(user.shape[0]):
+        u, q = by_user[user[i]], by_queue[queue[i]]
+        first, second = (u, q) if override else (q, u)
+        lf = first if first >= 0 else (second if second >= 0 else default)
+        leaf[i] = lf
+        for k in range(3):
+            total[lf, k] += req[i, k]
+    return leaf, total
+
+
+@njit(cache=True, inline="always")
+def _key(c, kind, weight, min_share, demand, usage, inv_total, rank):
+    """Comparator key ``(tier, first, second)`` of child ``c`` under a ``kind`` parent."""
+    if kind == FIFO:
+        return (0.0, rank[c], 0.0)
+    if kind == DRF:
+        w = weight[c] if weight[c] > 0 else 1e-300
+        cpu, mem = usage[c, 0] * inv_total[0] / w, usage[c, 1] * inv_total[1] / w
+        dom, other = (1, 0) if mem > cpu else (0, 1)  # Hadoop: CPU first on a tie
+        first, second = max(cpu, mem), min(cpu, mem)
+        ms_dom = min(min_share[c, dom], demand[c, dom])
+        if ms_dom > 0 and usage[c, dom] < ms_dom:
+            ms_other = min(min_share[c, other], demand[c, other])
+            ratio = usage[c, other] / ms_other if ms_other > 0 else np.inf
+            return (0.0, usage[c, dom] / ms_dom, ratio)
+        return (1.0, first, second)
+    ms = min(min_share[c, 1], demand[c, 1])
+    if usage[c, 1] < ms:
+        return (0.0, usage[c, 1] / ms, 0.0)
+    if weight[c] > 0:
+        return (1.0, usage[c, 1] / weight[c], 0.0)
+    return (2.0, usage[c, 1], 0.0)  # weight 0: after every weighted sibling
+
+
+@njit(cache=True, inline="always")
+def _kill(q, parent, alive):
+    """Queue ``q`` has nothing left to place: take it out, and the parents it leaves empty."""
+    if alive[q] <= 0:
+        return
+    alive[q] = 0
+    p = parent[q]
+    while p >= 0:
+        alive[p] -= 1  # alive[parent] counts its alive children
+        if alive[p] > 0:
+            return
+        p = parent[p]
+
+
+@njit(cache=True)
+def _fits_max(q, parent, usage, max_share, rc, rm, rg):
+    while q >= 0:
+        if (usage[q, 0] + rc > max_share[q, 0] * (1 + EPS) or
+                usage[q, 1] + rm > max_share[q, 1] * (1 + EPS) or
+                usage[q, 2] + rg > max_share[q, 2] * (1 + EPS)):
+            return False
+        q = parent[q]
+    return True
+
+
+@njit(cache=True, inline="always")
+def _seg_set(tv, ti, p, pos, value):
+    """Set position ``pos`` of a min segment tree keeping the lowest position on ties."""
+    x = p + pos
+    tv[x], ti[x] = value, pos
+    x >>= 1
+    while x >= 1:
+        a, b = 2 * x, 2 * x + 1
+        if tv[b] < tv[a]:
+            tv[x], ti[x] = tv[b], ti[b]
+        else:
+            tv[x], ti[x] = tv[a], ti[a]
+        x >>= 1
+
+
+@njit(cache=True)
+def _seg_argmin(tv, ti, p, lo, hi):
+    """Lowest position with the smallest value in ``[lo, hi)``; -1 when all are inf."""
+    best_v, best_i = np.inf, -1
+    lo += p
+    hi += p
+    while lo < hi:
+        if lo & 1:
+            if tv[lo] < best_v or (tv[lo] == best_v and best_i >= 0 and ti[lo] < best_i):
+                best_v, best_i = tv[lo], ti[lo]
+            lo += 1
+        if hi & 1:
+            hi -= 1
+            if tv[hi] < best_v or (tv[hi] == best_v and best_i >= 0 and ti[hi] < best_i):
+                best_v, best_i = tv[hi], ti[hi]
+        lo >>= 1
+        hi >>= 1
+    return best_i if best_v < np.inf else -1
+
+
+@njit(cache=True, inline="always")
+def _app_key(a, parent, kind, weight, min_share, demand, usage, inv_total, rank):
+    """Scalar key of application ``a``: apps of one leaf share a tier (no minimum, weight 1)."""
+    return _key(a, kind[parent[a]], weight, min_share, demand, usage, inv_total, rank)[1]
+
+
+@njit(cache=True)
+def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_share, max_share,
+              usage, demand, inv_total, rank, n_queues, cap, w_alloc, w_ncont, w_up, key, val,
+              pri, left, right, parent_t, agg, member, root, skey, sfree, cnt, stack, out_req,
+              out_node):
+    """Place pending requests down the tree; return how many were placed.
+
+    ``leaf_of`` gives each request's node in the tree (its application); ``usage`` (updated
+    in place) and ``demand`` are per node, aggregated over subtrees; ``rank`` orders the
+    children of ``fifo`` parents.  Nodes from ``n_queues`` on are applications: a leaf
+    queue picks among them with a segment tree (a queue may hold thousands).
+    """
+    nq = parent.shape[0]
+    indptr, order = group_by_code(leaf_of, nq)
+    alive = np.zeros(nq, dtype=np.int64)
+    for q in range(nq - 1, -1, -1):  # children come after parents (breadth-first)
+        is_leaf = child_ptr[q + 1] == child_ptr[q]
+        if (is_leaf and indptr[q + 1] > indptr[q]) or (not is_leaf and alive[q] > 0):
+            alive[q] = 1 if is_leaf else alive[q]
+            if parent[q] >= 0:
+                alive[parent[q]] += 1
+    cursor = indptr[:-1].copy()
+    n_pos = child_idx.shape[0]
+    p = 1
+    while p < max(n_pos, 1):
+        p *= 2
+    tv, ti = np.full(2 * p, np.inf), np.full(2 * p, -1, dtype=np.int64)
+    pos_of = np.full(nq, -1, dtype=np.int64)
+    for pos in range(n_pos):
+        a = child_idx[pos]
+        pos_of[a] = pos
+        if a >= n_queues and alive[a] > 0:
+            tv[p + pos] = _app_key(a, parent, kind, weight, min_share, demand, usage,
+                                   inv_total, rank)
+            ti[p + pos] = pos
+    for x in range(p - 1, 0, -1):
+        a, b = 2 * x, 2 * x + 1
+        tv[x], ti[x] = (tv[b], ti[b]) if tv[b] < tv[a] else (tv[a], ti[a])
+    failed = np.empty((16, 3))
+    n_failed = 0
+    c = 0
+    while alive[0] > 0:
+        q = 0
+        while child_ptr[q + 1] > child_ptr[q]:  # descend to a leaf
+            if child_idx[child_ptr[q]] >= n_queues:  # a leaf queue: pick an application
+                pos = _seg_argmin(tv, ti, p, child_ptr[q], child_ptr[q + 1])
+                if pos < 0:
+                    break
+                q = child_idx[pos]
+                continue
+            best, best_key = -1, (np.inf, np.inf, np.inf)
+            for j in range(child_ptr[q], child_ptr[q + 1]):
+                ch = child_idx[j]
+                if alive[ch] <= 0:
+                    continue
+                if (usage[ch, 0] > max_share[ch, 0] * (1 + EPS) or usage[ch, 1] >
+                        max_share[ch, 1] * (1 + EPS) or usage[ch, 2] > max_share[ch, 2] *
+                        (1 + EPS)):
+                    _kill(ch, parent, alive)
+                    continue
+                k = _key(ch, kind[q], weight, min_share, demand, usage, inv_total, rank)
+                if k < best_key:
+                    best, best_key = ch, k
+            if best < 0:
+                break
+            q = best
+        if child_ptr[q + 1] > child_ptr[q]:
+            continue  # every child of q died on the way, which took q out too
+        j = cursor[q]
+        placed = False
+        while j < indptr[q + 1] and not placed:
+            i = order[j]
+            j += 1
+            rc, rm, rg = req[i, 0], req[i, 1], req[i, 2]
+            if sfree[0, 1] < rc or sfree[1, 1] < rm or sfree[2, 1] < rg:
+                continue
+            if not _fits_max(q, parent, usage, max_share, rc, rm, rg):
+                continue
+            dominated = False
+            for f in range(n_failed):
+                if rc >= failed[f, 0] and rm >= failed[f, 1] and rg >= failed[f, 2]:
+                    dominated = True
+                    break
+            if dominated:
+                continue
+            nd = _least_used(skey, sfree, rc, rm, rg, stack)
+            if nd < 0:  # remember it: anything at least as large fits nowhere either
+                if n_failed == failed.shape[0]:
+                    failed[:-1] = failed[1:]
+                    n_failed -= 1
+                failed[n_failed, 0], failed[n_failed, 1], failed[n_failed, 2] = rc, rm, rg
+                n_failed += 1
+                continue
+            for k in range(3):
+                w_alloc[nd, k] += req[i, k]
+            w_ncont[nd] += 1
+            _update(nd, cap, w_alloc, w_ncont, w_up, 1.0, key, val, pri, left, right,
+                    parent_t, agg, member, root, skey, sfree, cnt)
+            a = q
+            while a >= 0:
+                usage[a, 0] += rc
+                usage[a, 1] += rm
+                usage[a, 2] += rg
+                a = parent[a]
+            out_req[c] = i
+            out_node[c] = nd
+            c += 1
+            placed = True
+        cursor[q] = j
+        if j >= indptr[q + 1]:
+            _kill(q, parent, alive)
+            if q >= n_queues:
+                _seg_set(tv, ti, p, pos_of[q], np.inf)
+        elif q >= n_queues:
+            _seg_set(tv, ti, p, pos_of[q], _app_key(q, parent, kind, weight, min_share,
+                                                    demand, usage, inv_total, rank))
+    return c

@@ -1,0 +1,103 @@
+-- Each leaf queue's allocated share of the provisioned cluster over time, against its
+-- guaranteed share, for runs whose policy has queues (the `queues` table).  Same time grid
+-- and time-weighting as utilization_over_time; tasks still running at the end count to the
+-- horizon.  mem_share_of_guarantee > 1 means the queue is borrowing idle capacity.
+with grid as (
+    select
+        run_id, trace, policy, params_text, seed, label, bucket, bucket_start_s,
+        bucket_end_s, cpu_provisioned, mem_provisioned
+    from utilization_over_time
+),
+
+leaves as (
+    select run_id, queue, guaranteed_share, max_share from queues where leaf
+),
+
+task_runs as (
+    select * from task_runs
+),
+
+widths as (
+    select
+        run_id,
+        max(bucket_end_s - bucket_start_s) filter (where bucket = 0) as bucket_s,
+        max(bucket_end_s) as horizon_s
+    from grid
+    where run_id in (select run_id from leaves)
+    group by run_id
+),
+
+spans as (
+    select
+        task_runs.run_id,
+        task_runs.queue,
+        greatest(task_runs.start_s, 0) as from_s,
+        least(coalesce(task_runs.end_s, widths.horizon_s), widths.horizon_s) as to_s,
+        task_runs.cpu,
+        task_runs.mem,
+        widths.bucket_s
+    from task_runs
+    join widths using (run_id)
+    where task_runs.start_s is not null and task_runs.machine_id is not null
+),
+
+pieces as (
+    select
+        *,
+        unnest(range(floor(from_s / bucket_s)::bigint, ceil(to_s / bucket_s)::bigint)) as bucket
+    from spans
+    where to_s > from_s
+),
+
+seconds as (
+    select
+        run_id,
+        queue,
+        bucket,
+        sum(overlap_s * cpu) as cpu_s,
+        sum(overlap_s * mem) as mem_s
+    from (
+        select
+            *,
+            least(to_s, (bucket + 1) * bucket_s) - greatest(from_s, bucket * bucket_s)
+                as overlap_s
+        from pieces
+    )
+    group by run_id, queue, bucket
+),
+
+final as (
+    select
+        grid.run_id,
+        grid.trace,
+        grid.policy,
+        grid.params_text,
+        grid.seed,
+        grid.label,
+        leaves.queue,
+        grid.bucket,
+        grid.bucket_start_s,
+        grid.bucket_end_s,
+        leaves.guaranteed_share,
+        leaves.max_share,
+        coalesce(seconds.cpu_s, 0) / (grid.bucket_end_s - grid.bucket_start_s)
+            as cpu_allocated,
+        coalesce(seconds.mem_s, 0) / (grid.bucket_end_s - grid.bucket_start_s)
+            as mem_allocated,
+        coalesce(seconds.cpu_s, 0) / (grid.bucket_end_s - grid.bucket_start_s)
+            / nullif(grid.cpu_provisioned, 0) as cpu_share,
+        coalesce(seconds.mem_s, 0) / (grid.bucket_end_s - grid.bucket_start_s)
+            / nullif(grid.mem_provisioned, 0) as mem_share,
+        coalesce(seconds.mem_s, 0) / (grid.bucket_end_s - grid.bucket_start_s)
+            / nullif(grid.mem_provisioned, 0) / nullif(leaves.guaranteed_share, 0)
+            as mem_share_of_guarantee
+    from grid
+    join leaves using (run_id)
+    left join seconds
+        on seconds.run_id = grid.run_id
+        and seconds.queue = leaves.queue
+        and seconds.bucket = grid.bucket
+)
+
+select * from final
+order by trace, policy, label, seed, run_id, queue, bucket
