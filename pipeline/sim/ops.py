@@ -43,17 +43,9 @@ class Operations:
 
     def running_view(self: Simulation, at: float) -> RunningView:
         """The running containers (slot order), for policies that preempt or speculate."""
-        t = self.tasks
-        slots = t.in_state(RUNNING)
+        slots = self.tasks.in_state(RUNNING)
         self._running_slots = slots
-        node = t.node[slots]
-        speed = self.cluster.nodes.speed[node]
-        progress = np.clip((at - t.start[slots]) * speed / t.duration[slots], 0.0, 1.0)
-        cols = {name: readonly(getattr(t, name)[slots])
-                for name in ("req", "used", "user", "queue", "job", "priority", "attempts",
-                             "row")}
-        return RunningView(node=readonly(node), start_s=readonly(t.start[slots]),
-                           progress=readonly(progress), **cols)
+        return RunningView(at, slots, self.tasks, self.cluster.nodes.speed)
 
     def _apply(self: Simulation, at: float, d: Decisions) -> None:
         """Check and apply one call's decisions: stops first, then placements in order."""
