@@ -37,6 +37,8 @@ class Param:
     def coerce(self, policy: str, name: str, value: Any) -> Any:
         """``value`` (a string from the command line, or a typed value) checked and typed."""
         where = f"policy '{policy}' parameter '{name}'"
+        if value is None and self.default is None:  # an optional parameter left unset
+            return None
         try:
             value = self._typed(value)
         except (TypeError, ValueError):

@@ -134,6 +134,7 @@ def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: Clus
     sim = Simulation(
         cluster, policy_obj, trace.batches(node_of, set(refs)), store.write,
         users=trace.users, queues=trace.queues, dep_refs=refs, options=options, rng=rng,
+        units=trace.units,
     )
     summary = sim.run()
     store.close()

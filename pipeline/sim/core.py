@@ -49,6 +49,10 @@ from pipeline.sim.tasks import (
 
 Cluster = FixedCluster  # or pipeline.sim.autoscaler.ElasticCluster (same duck type)
 
+# Consecutive wake-ups that place nothing while nothing else can happen before the replay
+# ends with the remaining tasks unfinished (a policy waiting on a condition that never comes).
+MAX_IDLE_WAKES = 1000
+
 
 @dataclass(frozen=True)
 class SimOptions:
@@ -78,7 +82,8 @@ class Simulation(Operations):
                  sink: RecordSink, *, users: tuple[str, ...] = ("",),
                  queues: tuple[str, ...] = ("",), dep_refs: dict[str, int] | None = None,
                  options: SimOptions | None = None,
-                 rng: np.random.Generator | None = None) -> None:
+                 rng: np.random.Generator | None = None,
+                 units: dict[str, str] | None = None) -> None:
         self.cluster = cluster
         self.policy = policy
         self.policy_name = getattr(policy, "name", type(policy).__name__)
@@ -101,11 +106,13 @@ class Simulation(Operations):
         self.info = ClusterInfo(
             kind=cluster.kind, n_nodes=len(nodes), min_nodes=cluster.min_nodes,
             max_nodes=cluster.max_nodes, n_racks=cluster.n_racks, users=users, queues=queues,
+            units=dict(units or {}),
         )
         self.now = -np.inf
         self.last_s = 0.0
         self.needs_decision = False
         self.wake_at = np.inf
+        self._only_wake = False
         self.n_tasks = self.events = self.points = self.calls = self.placements = 0
         self._follow_slot = np.zeros(4096, dtype=np.int64)
         self._follow_end = np.zeros(4096)
@@ -118,10 +125,17 @@ class Simulation(Operations):
         self.policy.setup(self.info, self.rng)
         horizon = self.options.horizon_s
         end = None
+        idle_wakes, placed = 0, -1
         while not self._done():
             t = self._next_time()
             if t == np.inf:
                 break
+            # Liveness: with nothing running, arriving or booting, only the policy's own
+            # wake-ups remain; if they keep placing nothing, the rest can never run.
+            idle_wakes = idle_wakes + 1 if self._only_wake and placed == self.placements else 0
+            if idle_wakes > MAX_IDLE_WAKES:
+                break
+            placed = self.placements
             if horizon is not None and t > horizon:
                 end = horizon
                 break
@@ -160,6 +174,7 @@ class Simulation(Operations):
             self.cluster.next_event(),
             self.cluster.next_check(self.now, self.queue.enter),
         ]
+        self._only_wake = min(times) == np.inf
         if self.wake_at > self.now:
             times.append(self.wake_at)
         return min(times)

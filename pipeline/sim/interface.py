@@ -90,6 +90,7 @@ class ClusterInfo:
     n_racks: int
     users: tuple[str, ...]
     queues: tuple[str, ...]
+    units: dict[str, str] = field(default_factory=dict)  # the trace manifest's units
 
 
 @dataclass

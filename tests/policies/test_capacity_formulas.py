@@ -150,3 +150,13 @@ def test_shipped_example_configs_parse() -> None:
     root = Path(__file__).parents[2] / "configs"
     assert from_xml(root / "capacity-scheduler.xml").tree.n_leaves == 4
     assert from_xml(root / "capacity-scheduler-weights.xml").tree.n_leaves == 3
+
+
+def test_minimum_allocation_follows_the_trace_units() -> None:
+    from pipeline.policies.capacity.formulas import minimum_allocation
+
+    assert minimum_allocation({"cpu": "cores", "mem": "GiB"}, None, None) == (1.0, 1.0)
+    assert minimum_allocation({"cpu": "cores", "mem": "MiB"}, None, None) == (1.0, 1024.0)
+    normalized = {"cpu": "normalized: 1.0 = largest", "mem": "normalized: 1.0 = largest"}
+    assert minimum_allocation(normalized, None, None) == (0.0, 0.0)
+    assert minimum_allocation(normalized, 0.01, 0.02) == (0.01, 0.02)

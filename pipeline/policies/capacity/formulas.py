@@ -139,3 +139,31 @@ def max_applications(system_max: int, abs_capacity: float, mulp: float,
     factor = ulf if ulf > 0 else 1.0
     per_user = min(per_queue, int(per_queue * mulp / 100.0 * factor))
     return per_queue, per_user
+
+
+# YARN's defaults (yarn.scheduler.minimum-allocation-mb 1024, -vcores 1) in trace units.
+_MEM_MINIMUM = (("mib", 1024.0), ("mb", 1024.0), ("gib", 1.0), ("gb", 1.0))
+_CPU_MINIMUM = (("core", 1.0), ("vcore", 1.0))
+
+
+def minimum_allocation(
+    units: dict[str, str], cpu: float | None, mem: float | None
+) -> tuple[float, float]:
+    """The (cpu, mem) minimum allocation in the trace's units.
+
+    Explicit values win.  Otherwise YARN's defaults (1 vcore, 1024 MB) are translated through
+    the manifest's unit descriptions; in normalized units (a fraction of the largest
+    machine, as in the Google and Alibaba traces) an absolute size has no meaning, so no
+    rounding is applied (0) and the user may set one.
+    """
+    return (_default(cpu, units.get("cpu", ""), _CPU_MINIMUM),
+            _default(mem, units.get("mem", ""), _MEM_MINIMUM))
+
+
+def _default(value: float | None, unit: str, table: tuple[tuple[str, float], ...]) -> float:
+    if value is not None:
+        return float(value)
+    text = unit.lower()
+    if "normalized" in text:
+        return 0.0
+    return next((v for key, v in table if key in text), 0.0)

@@ -27,7 +27,7 @@ import numpy as np
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.capacity import config as cfg
 from pipeline.policies.capacity.batch import kernel_inputs
-from pipeline.policies.capacity.formulas import DEFAULT, DOMINANT, normalize
+from pipeline.policies.capacity.formulas import DEFAULT, DOMINANT, minimum_allocation, normalize
 from pipeline.policies.capacity.kernel import allocate
 from pipeline.policies.capacity.preemption import PreemptionTimer
 from pipeline.policies.capacity.state import app_limits, leaf_settings
@@ -67,9 +67,11 @@ class CapacityScheduler(PolicyBase):
         "maximum_applications": Param(10000, "inline: yarn.scheduler.capacity."
                                              "maximum-applications (system-wide)", int, 1),
         "preemption": Param(False, "inline: ProportionalCapacityPreemptionPolicy on", bool),
-        "min_alloc_mem": Param(1.0, "minimum allocation, memory (trace units; 1 GiB = "
-                                    "yarn.scheduler.minimum-allocation-mb 1024)", float, 0.0),
-        "min_alloc_cpu": Param(1.0, "minimum allocation, cpu (minimum-allocation-vcores)",
+        "min_alloc_mem": Param(None, "minimum allocation, memory, in trace units (default "
+                                     "from the trace's units: YARN's 1024 MB as 1 GiB or "
+                                     "1024 MiB; none for normalized units)", float, 0.0),
+        "min_alloc_cpu": Param(None, "minimum allocation, cpu (minimum-allocation-vcores; "
+                                     "default 1 for cores, none for normalized units)",
                                float, 0.0),
     }
     config: str
@@ -83,8 +85,8 @@ class CapacityScheduler(PolicyBase):
     max_am_resource_percent: float
     maximum_applications: int
     preemption: bool
-    min_alloc_mem: float
-    min_alloc_cpu: float
+    min_alloc_mem: float | None
+    min_alloc_cpu: float | None
 
     # -- setup ---------------------------------------------------------------------------
     def load_config(self) -> cfg.CapacityConfig:
@@ -110,7 +112,8 @@ class CapacityScheduler(PolicyBase):
         self.app_max_, self.user_app_max_ = app_limits(
             self.settings_, conf.tree.abs_cap[conf.tree.leaves], conf.max_applications)
         self.calc_ = 1 if conf.calculator == DOMINANT else 0
-        self.minimum_ = np.array([self.min_alloc_cpu, self.min_alloc_mem, 0.0])
+        self.minimum_ = np.array([*minimum_allocation(cluster.units, self.min_alloc_cpu,
+                                                      self.min_alloc_mem), 0.0])
         self.index_ = NodeIndex(cluster.n_nodes)
         self.started_ = np.zeros(0, dtype=np.bool_)
         self.first_seen_ = np.zeros(0)
