@@ -113,123 +113,17 @@ class NodeView:
         return self.state == 2
 
 
-class PendingView:
-    """Pending requests in queue order; each attribute is gathered on first access."""
+class _TaskColumns:
+    """Columns of a set of task slots, each gathered from the task table on first access."""
 
-    def __init__(self, now: float, slots: np.ndarray, table: object, inputs: dict,
-                 req: np.ndarray | None = None) -> None:
-        self.now = now
-        self._slots = slots
-        self._t = table
-        self._inputs = inputs
-        if req is not None:  # the core keeps requests in queue order already
-            self.__dict__["req"] = req
+    _slots: np.ndarray
+    _t: object
 
     def __len__(self) -> int:
         return len(self._slots)
 
     def _take(self, name: str) -> np.ndarray:
         return readonly(getattr(self._t, name)[self._slots])
-
-    @cached_property
-    def req(self) -> np.ndarray:
-        return self._take("req")
-
-    @cached_property
-    def used(self) -> np.ndarray:
-        return self._take("used")
-
-    @cached_property
-    def user(self) -> np.ndarray:
-        return self._take("user")
-
-    @cached_property
-    def queue(self) -> np.ndarray:
-        return self._take("queue")
-
-    @cached_property
-    def job(self) -> np.ndarray:
-        return self._take("job")
-
-    @cached_property
-    def priority(self) -> np.ndarray:
-        return self._take("priority")
-
-    @cached_property
-    def submit_s(self) -> np.ndarray:
-        return self._take("submit")
-
-    @cached_property
-    def ready_s(self) -> np.ndarray:
-        return self._take("ready")
-
-    @cached_property
-    def wait_s(self) -> np.ndarray:
-        return readonly(self.now - self.ready_s)
-
-    @cached_property
-    def attempts(self) -> np.ndarray:
-        return self._take("attempts")
-
-    @cached_property
-    def row(self) -> np.ndarray:
-        return self._take("row")
-
-    @cached_property
-    def _csr(self) -> tuple[np.ndarray, np.ndarray]:
-        flags = self._t.flags[self._slots]  # type: ignore[attr-defined]
-        lists = [self._inputs[int(s)] if f & 1 else EMPTY
-                 for s, f in zip(self._slots, flags, strict=True)]
-        indptr = np.zeros(len(lists) + 1, dtype=np.int64)
-        indptr[1:] = np.cumsum([len(x) for x in lists])
-        nodes = np.concatenate(lists).astype(np.int64) if lists else EMPTY
-        return readonly(indptr), readonly(nodes)
-
-    @property
-    def inputs_indptr(self) -> np.ndarray:
-        return self._csr[0]
-
-    @property
-    def inputs_node(self) -> np.ndarray:
-        return self._csr[1]
-
-
-class RunningView:
-    """Running containers (built only for policies that ask for it), in slot order.
-
-    Like :class:`PendingView`, each column is gathered on first access: a policy pays only
-    for the columns it reads (with ~10^5 containers running, copying all of them at every
-    scheduling point dominated the replay).
-    """
-
-    _COLUMNS = ("req", "used", "user", "queue", "job", "priority", "attempts", "row")
-
-    def __init__(self, at: float, slots: np.ndarray, table: object, speed: np.ndarray) -> None:
-        self._at = at
-        self._slots = slots
-        self._t = table
-        self._speed = speed
-
-    def __len__(self) -> int:
-        return len(self._slots)
-
-    def _take(self, name: str) -> np.ndarray:
-        return readonly(getattr(self._t, name)[self._slots])
-
-    @cached_property
-    def node(self) -> np.ndarray:
-        return self._take("node")
-
-    @cached_property
-    def start_s(self) -> np.ndarray:
-        return self._take("start")
-
-    @cached_property
-    def progress(self) -> np.ndarray:
-        """Fraction of the work done (speed-adjusted), in [0, 1]."""
-        duration = self._t.duration[self._slots]
-        done = (self._at - self.start_s) * self._speed[self.node] / duration
-        return readonly(np.clip(done, 0.0, 1.0))
 
     @cached_property
     def req(self) -> np.ndarray:
@@ -263,6 +157,81 @@ class RunningView:
     def row(self) -> np.ndarray:
         """The task's row in the trace: a stable identity across calls."""
         return self._take("row")
+
+
+class PendingView(_TaskColumns):
+    """Pending requests in queue order; each attribute is gathered on first access."""
+
+    def __init__(self, now: float, slots: np.ndarray, table: object, inputs: dict,
+                 req: np.ndarray | None = None) -> None:
+        self.now = now
+        self._slots = slots
+        self._t = table
+        self._inputs = inputs
+        if req is not None:  # the core keeps requests in queue order already
+            self.__dict__["req"] = req
+
+    @cached_property
+    def submit_s(self) -> np.ndarray:
+        return self._take("submit")
+
+    @cached_property
+    def ready_s(self) -> np.ndarray:
+        return self._take("ready")
+
+    @cached_property
+    def wait_s(self) -> np.ndarray:
+        return readonly(self.now - self.ready_s)
+
+    @cached_property
+    def _csr(self) -> tuple[np.ndarray, np.ndarray]:
+        flags = self._t.flags[self._slots]  # type: ignore[attr-defined]
+        lists = [self._inputs[int(s)] if f & 1 else EMPTY
+                 for s, f in zip(self._slots, flags, strict=True)]
+        indptr = np.zeros(len(lists) + 1, dtype=np.int64)
+        indptr[1:] = np.cumsum([len(x) for x in lists])
+        nodes = np.concatenate(lists).astype(np.int64) if lists else EMPTY
+        return readonly(indptr), readonly(nodes)
+
+    @property
+    def inputs_indptr(self) -> np.ndarray:
+        return self._csr[0]
+
+    @property
+    def inputs_node(self) -> np.ndarray:
+        return self._csr[1]
+
+
+class RunningView(_TaskColumns):
+    """Running containers (built only for policies that ask for it), in slot order.
+
+    Like :class:`PendingView`, each column is gathered on first access: a policy pays only
+    for the columns it reads (with ~10^5 containers running, copying all of them at every
+    scheduling point dominated the replay).
+    """
+
+    _COLUMNS = ("req", "used", "user", "queue", "job", "priority", "attempts", "row")
+
+    def __init__(self, at: float, slots: np.ndarray, table: object, speed: np.ndarray) -> None:
+        self._at = at
+        self._slots = slots
+        self._t = table
+        self._speed = speed
+
+    @cached_property
+    def node(self) -> np.ndarray:
+        return self._take("node")
+
+    @cached_property
+    def start_s(self) -> np.ndarray:
+        return self._take("start")
+
+    @cached_property
+    def progress(self) -> np.ndarray:
+        """Fraction of the work done (speed-adjusted), in [0, 1]."""
+        duration = self._t.duration[self._slots]
+        done = (self._at - self.start_s) * self._speed[self.node] / duration
+        return readonly(np.clip(done, 0.0, 1.0))
 
 
 @dataclass
