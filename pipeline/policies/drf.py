@@ -34,7 +34,13 @@ from numba import njit
 
 from pipeline.errors import UsageError
 from pipeline.policies.base import Param, PolicyBase
-from pipeline.policies.nodeindex import NodeIndex, _least_used, _update
+from pipeline.policies.nodeindex import (
+    NodeIndex,
+    _least_used,
+    _update,
+    dominated_by_failure,
+    remember_failure,
+)
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 
 
@@ -140,20 +146,11 @@ def drf_fill(req, user, usage, weight, inv_total, cap, w_alloc, w_ncont, w_up, k
             rc, rm, rg = req[i, 0], req[i, 1], req[i, 2]
             if sfree[0, 1] < rc or sfree[1, 1] < rm or sfree[2, 1] < rg:
                 continue
-            dominated = False
-            for f in range(n_failed):
-                if rc >= failed[f, 0] and rm >= failed[f, 1] and rg >= failed[f, 2]:
-                    dominated = True
-                    break
-            if dominated:
+            if dominated_by_failure(failed, n_failed, rc, rm, rg):
                 continue
             nd = _least_used(skey, sfree, rc, rm, rg, stack)
-            if nd < 0:
-                if n_failed == failed.shape[0]:
-                    failed[:-1] = failed[1:]
-                    n_failed -= 1
-                failed[n_failed, 0], failed[n_failed, 1], failed[n_failed, 2] = rc, rm, rg
-                n_failed += 1
+            if nd < 0:  # anything at least as large fits nowhere either this round
+                n_failed = remember_failure(failed, n_failed, rc, rm, rg)
                 continue
             for k in range(3):
                 w_alloc[nd, k] += req[i, k]

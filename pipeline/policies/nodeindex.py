@@ -71,6 +71,25 @@ def _set_leaf(nd, up, ncont, key, val, skey, sfree, cnt):
         i >>= 1
 
 
+@njit(cache=True, inline="always")
+def dominated_by_failure(failed, n_failed, rc, rm, rg):  # pragma: no cover - compiled
+    """Whether a request at least as large as one that fit nowhere this round is asked."""
+    for f in range(n_failed):
+        if rc >= failed[f, 0] and rm >= failed[f, 1] and rg >= failed[f, 2]:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def remember_failure(failed, n_failed, rc, rm, rg):  # pragma: no cover - compiled
+    """Record a request that fit nowhere (oldest dropped when full); return the new count."""
+    if n_failed == failed.shape[0]:
+        failed[:-1] = failed[1:]
+        n_failed -= 1
+    failed[n_failed, 0], failed[n_failed, 1], failed[n_failed, 2] = rc, rm, rg
+    return n_failed + 1
+
+
 @njit(cache=True)
 def _least_used(skey, sfree, rc, rm, rg, stack):
     """Lowest slot with the smallest key whose leaf fits, by branch and bound.

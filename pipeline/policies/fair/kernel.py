@@ -33,7 +33,12 @@ import numpy as np
 from numba import njit
 
 from pipeline.policies.drf import group_by_code
-from pipeline.policies.nodeindex import _least_used, _update
+from pipeline.policies.nodeindex import (
+    _least_used,
+    _update,
+    dominated_by_failure,
+    remember_failure,
+)
 
 FAIR, DRF, FIFO = 0, 1, 2
 EPS = 1e-9
@@ -222,20 +227,11 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
                 continue
             if not _fits_max(q, parent, usage, max_share, rc, rm, rg):
                 continue
-            dominated = False
-            for f in range(n_failed):
-                if rc >= failed[f, 0] and rm >= failed[f, 1] and rg >= failed[f, 2]:
-                    dominated = True
-                    break
-            if dominated:
+            if dominated_by_failure(failed, n_failed, rc, rm, rg):
                 continue
             nd = _least_used(skey, sfree, rc, rm, rg, stack)
-            if nd < 0:  # remember it: anything at least as large fits nowhere either
-                if n_failed == failed.shape[0]:
-                    failed[:-1] = failed[1:]
-                    n_failed -= 1
-                failed[n_failed, 0], failed[n_failed, 1], failed[n_failed, 2] = rc, rm, rg
-                n_failed += 1
+            if nd < 0:  # anything at least as large fits nowhere either this round
+                n_failed = remember_failure(failed, n_failed, rc, rm, rg)
                 continue
             for k in range(3):
                 w_alloc[nd, k] += req[i, k]
