@@ -103,7 +103,7 @@ class Alibaba2017:
                           else TASKS_FROM_TASKS}
         scratch, unsorted = out / "_scratch", out / "_unsorted_tasks"
         unsorted.mkdir(parents=True)
-        self._machines(src, out, ledger, manifest, scratch)
+        self._machines(src, out, ledger, manifest)
         tasks = self._tasks(src, ledger, manifest, scratch, expanding=not with_instances)
         con = fuxi_sql.connect(scratch)
         try:
@@ -120,11 +120,8 @@ class Alibaba2017:
         shutil.rmtree(unsorted)
         shutil.rmtree(scratch)
 
-    def _machines(
-        self, src: Path, out: Path, ledger: Ledger, manifest: Manifest, scratch: Path
-    ) -> None:
-        events = read_whole(src, SERVER_EVENT, ledger, manifest.sources, scratch,
-                            self.chunk_bytes)
+    def _machines(self, src: Path, out: Path, ledger: Ledger, manifest: Manifest) -> None:
+        events = read_whole(src, SERVER_EVENT, ledger, manifest.sources, self.chunk_bytes)
         known = events["event_type"].is_in(["add", *ERROR_EVENTS])
         ledger.reject("server_event", "unknown_event_type", int((~known).sum()))
         events = events.filter(known).with_columns(
@@ -147,7 +144,7 @@ class Alibaba2017:
         parts = []
         (scratch / "tasks").mkdir(parents=True)
         for k, (file, frame) in enumerate(iter_table(src, BATCH_TASK, ledger, manifest.sources,
-                                                     scratch, self.chunk_bytes)):
+                                                     self.chunk_bytes)):
             raw = frame.select(
                 pl.col("job_id").cast(pl.String), pl.col("task_id").cast(pl.String)
                 .alias("task_name"), "instance_num", "status",
@@ -168,7 +165,7 @@ class Alibaba2017:
         parts = []
         (scratch / "attempts").mkdir(parents=True)
         for k, (file, frame) in enumerate(iter_table(
-            src, BATCH_INSTANCE, ledger, manifest.sources, scratch, self.chunk_bytes
+            src, BATCH_INSTANCE, ledger, manifest.sources, self.chunk_bytes
         )):
             raw = frame.select(
                 pl.col("job_id").cast(pl.String), pl.col("task_id").cast(pl.String)

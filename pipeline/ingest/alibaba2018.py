@@ -114,13 +114,13 @@ class Alibaba2018:
         scratch, unsorted = out / "_scratch", out / "_unsorted_tasks"
         scratch.mkdir()
         unsorted.mkdir()
-        write_table(out, "machines", self._machines(src, ledger, manifest, scratch).to_arrow())
+        write_table(out, "machines", self._machines(src, ledger, manifest).to_arrow())
         tasks = self._tasks(src, ledger, manifest, scratch, expanding=not with_instances)
         con = fuxi_sql.connect(scratch)
         try:
             self._batch(src, ledger, manifest, scratch, unsorted, con, tasks)
             if "container_meta" not in manifest.tables_absent:
-                self._containers(src, ledger, manifest, scratch, unsorted)
+                self._containers(src, ledger, manifest, unsorted)
             fuxi_sql.write_jobs(con, unsorted, out, ledger, tasks["job_id"].n_unique())
         finally:
             con.close()
@@ -163,14 +163,12 @@ class Alibaba2018:
         }
 
     def _whole(
-        self, src: Path, table: RawTable, ledger: Ledger, manifest: Manifest, scratch: Path
+        self, src: Path, table: RawTable, ledger: Ledger, manifest: Manifest
     ) -> pl.DataFrame:
-        return read_whole(src, table, ledger, manifest.sources, scratch, self.chunk_bytes)
+        return read_whole(src, table, ledger, manifest.sources, self.chunk_bytes)
 
-    def _machines(
-        self, src: Path, ledger: Ledger, manifest: Manifest, scratch: Path
-    ) -> pl.DataFrame:
-        rows = self._whole(src, MACHINE_META, ledger, manifest, scratch)
+    def _machines(self, src: Path, ledger: Ledger, manifest: Manifest) -> pl.DataFrame:
+        rows = self._whole(src, MACHINE_META, ledger, manifest)
         ledger.use("machine_meta", rows.height)
         return machine_table(rows, ledger)
 
@@ -180,7 +178,7 @@ class Alibaba2018:
         parts = []
         (scratch / "tasks").mkdir(parents=True)
         for k, (file, frame) in enumerate(iter_table(src, BATCH_TASK, ledger, manifest.sources,
-                                                     scratch, self.chunk_bytes)):
+                                                     self.chunk_bytes)):
             raw = frame.select(
                 pl.col("job_name").alias("job_id"), "task_name", "instance_num", "status",
                 pl.col("start_time").cast(pl.Float64).alias("start_raw"),
@@ -204,7 +202,7 @@ class Alibaba2018:
         parts = []
         (scratch / "attempts").mkdir(parents=True)
         for k, (file, frame) in enumerate(iter_table(
-            src, BATCH_INSTANCE, ledger, manifest.sources, scratch, self.chunk_bytes
+            src, BATCH_INSTANCE, ledger, manifest.sources, self.chunk_bytes
         )):
             raw = frame.select(
                 pl.col("job_name").alias("job_id"), "task_name",
@@ -220,9 +218,9 @@ class Alibaba2018:
         return parts
 
     def _containers(
-        self, src: Path, ledger: Ledger, manifest: Manifest, scratch: Path, unsorted: Path
+        self, src: Path, ledger: Ledger, manifest: Manifest, unsorted: Path
     ) -> None:
-        rows = self._whole(src, CONTAINER_META, ledger, manifest, scratch)
+        rows = self._whole(src, CONTAINER_META, ledger, manifest)
         ledger.use("container_meta", rows.height)
         tasks = container_tasks(rows, ledger)
         pq.write_table(conform(tasks.to_arrow(), "tasks").append_column(

@@ -20,15 +20,13 @@ CHUNK_BYTES = BLOCK_BYTES
 
 
 def iter_table(
-    src: Path, table: RawTable, ledger: Ledger, sources: list[SourceFile], scratch: Path,
+    src: Path, table: RawTable, ledger: Ledger, sources: list[SourceFile],
     chunk_bytes: int = CHUNK_BYTES,
 ) -> Iterator[tuple[int, pl.DataFrame]]:
     """Yield ``(file index, frame)`` for every block of every part, in file and line order.
 
-    ``_line`` in each frame is the line number in the original file.  ``scratch`` is unused
-    (kept for callers); blocks are parsed in memory.
+    ``_line`` in each frame is the line number in the original file.
     """
-    del scratch
     types = {c.name: c.dtype for c in table.columns}
     index, previous = -1, None
     for path, frame in iter_parts(src, table, ledger, sources, block_bytes=chunk_bytes):
@@ -38,12 +36,12 @@ def iter_table(
 
 
 def read_whole(
-    src: Path, table: RawTable, ledger: Ledger, sources: list[SourceFile], scratch: Path,
+    src: Path, table: RawTable, ledger: Ledger, sources: list[SourceFile],
     chunk_bytes: int = CHUNK_BYTES,
 ) -> pl.DataFrame:
     """A small table whole, in file then line order, with ``_file`` (index) and ``_line``."""
     frames = [
         frame.with_columns(pl.lit(index, pl.Int64).alias("_file"))
-        for index, frame in iter_table(src, table, ledger, sources, scratch, chunk_bytes)
+        for index, frame in iter_table(src, table, ledger, sources, chunk_bytes)
     ]
     return pl.concat(frames).sort("_file", "_line", maintain_order=True)

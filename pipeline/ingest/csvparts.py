@@ -156,14 +156,14 @@ def parse_block(
     if not len(line_no):
         return _empty(table).with_columns(line_no), physical
     try:  # fast path: every value parses as its published type
-        frame = _parse(data, table, {c.name: c.dtype for c in table.columns})
+        frame = _parse(data, {c.name: c.dtype for c in table.columns})
         return _check_mandatory(frame.with_columns(line_no), table, ledger, rel), physical
     except (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError):
-        frame = _parse(data, table, {c.name: pl.String for c in table.columns})
+        frame = _parse(data, {c.name: pl.String for c in table.columns})
         return _typed(frame.with_columns(line_no), table, ledger, rel), physical
 
 
-def _parse(data: bytes, table: RawTable, schema: dict) -> pl.DataFrame:
+def _parse(data: bytes, schema: dict) -> pl.DataFrame:
     return pl.read_csv(
         data, has_header=False, new_columns=list(schema), schema=schema, quote_char=None,
         empty_string_is_null=True,
