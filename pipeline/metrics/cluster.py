@@ -12,26 +12,25 @@ from __future__ import annotations
 
 import polars as pl
 
-
-def _duration_s(node_intervals: pl.DataFrame) -> pl.Expr:
-    return (pl.col("down_s") - pl.col("up_s")).clip(lower_bound=0.0)
+# Provisioned seconds of each node interval.
+_DURATION_S = (pl.col("down_s") - pl.col("up_s")).clip(lower_bound=0.0)
 
 
 def node_hours(node_intervals: pl.DataFrame) -> float:
     """Total provisioned node time, in hours."""
-    return float(node_intervals.select(_duration_s(node_intervals).sum()).item() or 0.0) / 3600
+    return float(node_intervals.select(_DURATION_S.sum()).item() or 0.0) / 3600
 
 
 def cost_usd(node_intervals: pl.DataFrame) -> float:
     """Price of the provisioned time, each interval rounded up to its billing granularity."""
-    billed_s = (_duration_s(node_intervals) / pl.col("billing_s")).ceil() * pl.col("billing_s")
+    billed_s = (_DURATION_S / pl.col("billing_s")).ceil() * pl.col("billing_s")
     value = node_intervals.select((billed_s / 3600 * pl.col("price_per_hour")).sum()).item()
     return float(value or 0.0)
 
 
 def provisioned(node_intervals: pl.DataFrame, resource: str) -> float:
     """Capacity x time provisioned for ``resource`` (e.g. cpu-seconds)."""
-    value = node_intervals.select((pl.col(resource) * _duration_s(node_intervals)).sum()).item()
+    value = node_intervals.select((pl.col(resource) * _DURATION_S).sum()).item()
     return float(value or 0.0)
 
 
