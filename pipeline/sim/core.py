@@ -287,7 +287,7 @@ class Simulation(Operations):
         self._incoming.clear()
         order = np.lexsort((self.tasks.row[slots], enter))
         slots = slots[order]
-        self.queue.append(slots, enter[order], self.tasks.req[slots])
+        self.queue.append(slots, enter[order], np.take(self.tasks.req, slots, axis=0))
         self.needs_decision = True
 
     # -- the end ----------------------------------------------------------------------

@@ -116,6 +116,8 @@ class NodeView:
 class _TaskColumns:
     """Columns of a set of task slots, each gathered from the task table on first access."""
 
+    _COLUMNS: ClassVar[tuple[str, ...]] = ("req", "used", "user", "queue", "job", "priority",
+                                           "attempts", "row")
     _slots: np.ndarray
     _t: object
 
@@ -123,7 +125,19 @@ class _TaskColumns:
         return len(self._slots)
 
     def _take(self, name: str) -> np.ndarray:
-        return readonly(getattr(self._t, name)[self._slots])
+        # np.take, not fancy indexing: numpy 2.x gathers rows of an (n, k) array by fancy
+        # index about 6x slower than np.take (measured: 4.9 vs 0.8 ms for 90k of 1.2M rows)
+        return readonly(np.take(getattr(self._t, name), self._slots, axis=0))
+
+    def take(self, name: str, index: np.ndarray) -> np.ndarray:
+        """Column ``name`` at positions ``index`` only (cheaper than the whole column when a
+        policy needs a few entries, e.g. the rows of the requests it places)."""
+        if name not in self._COLUMNS:
+            raise AttributeError(f"{type(self).__name__} has no column {name!r}")
+        if name in self.__dict__:  # already gathered whole
+            return readonly(np.take(self.__dict__[name], index, axis=0))
+        slots = np.take(self._slots, np.asarray(index, dtype=np.int64))
+        return readonly(np.take(getattr(self._t, name), slots, axis=0))
 
     @cached_property
     def req(self) -> np.ndarray:
@@ -209,8 +223,6 @@ class RunningView(_TaskColumns):
     for the columns it reads (with ~10^5 containers running, copying all of them at every
     scheduling point dominated the replay).
     """
-
-    _COLUMNS = ("req", "used", "user", "queue", "job", "priority", "attempts", "row")
 
     def __init__(self, at: float, slots: np.ndarray, table: object, speed: np.ndarray) -> None:
         self._at = at

@@ -68,9 +68,10 @@ class PendingQueue:
         last = int(index[-1]) + 1
         keep = np.ones(last, dtype=np.bool_)
         keep[index] = False
+        kept = np.flatnonzero(keep)
         new_head = self._head + len(index)
         for arr in (self._slots, self._enter, self._req):
             prefix = arr[self._head:self._head + last]
-            arr[new_head:self._head + last] = prefix[keep]
+            arr[new_head:self._head + last] = np.take(prefix, kept, axis=0)  # fast row gather
         self._head = new_head
         return removed

@@ -1,10 +1,10 @@
 """The kernel's inputs for one scheduling point: applications, users, leaves and queues.
 
-Cost matters here (it runs at every scheduling point): one pass over the running
-containers (one gather and three bincounts), and sorting only the pending requests that
-can be served.  Requests of applications that cannot start now, because their leaf has
-no AM room or is at its application limit, are left out before sorting; they are not
-"active" either (in Hadoop a user becomes active through an activated application).
+Cost matters here (it runs at every scheduling point): the passes over all pending
+requests and running containers are compiled (:mod:`.prepare`); only the pending requests
+that can be served are sorted.  Requests of applications that cannot start now, because
+their leaf has no AM room or is at its application limit, are left out before sorting;
+they are not "active" either (in Hadoop a user becomes active through an activated application).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pipeline.policies.capacity.prepare import alive_jobs, distinct, member
 from pipeline.policies.capacity.state import am_limits, dense_sum
 from pipeline.sim.interface import SchedView
 
@@ -20,29 +21,26 @@ if TYPE_CHECKING:
     from pipeline.policies.capacity.policy import CapacityScheduler
 
 
-def kernel_inputs(p: CapacityScheduler, view: SchedView, req: np.ndarray, leaf: np.ndarray,
-                  run_leaf: np.ndarray, run_req: np.ndarray, cluster: np.ndarray) -> tuple:
-    """Arguments of :func:`~pipeline.policies.capacity.kernel.allocate` (without ``out``)."""
-    pend, run, nodes = view.pending, view.running, view.nodes
-    assert run is not None
+def kernel_inputs(p: CapacityScheduler, view: SchedView, req: np.ndarray, jobs: np.ndarray,
+                  leaf: np.ndarray, pair_used: np.ndarray, run_job: np.ndarray,
+                  cluster: np.ndarray) -> tuple:
+    """Arguments of :func:`~pipeline.policies.capacity.kernel.allocate` (without ``out``).
+
+    ``req`` are the normalised pending requests, ``jobs``/``leaf`` their applications and
+    leaves, ``pair_used`` the normalised use per (leaf, user) pair (prepare.scan_running).
+    """
+    nodes = view.nodes
     tree, s = p.tree_, p.settings_
     n_leaves, n_users = tree.n_leaves, p.weights_.shape[1]
     n_pairs = n_leaves * n_users
-    jobs = np.asarray(pend.job, dtype=np.int64)
-    run_job = np.asarray(run.job, dtype=np.int64)
-    # running: per (leaf, user) pair use; leaf and queue use follow from it
-    run_pi = run_leaf * n_users + np.asarray(run.user, np.int64)
-    pair_used = dense_sum(run_pi, run_req, n_pairs)
     q_used = p.paths_ @ pair_used.reshape(n_leaves, n_users, 3).sum(axis=1)
     # started (activated) applications alive now: AM use and application counts
-    mark = np.zeros(len(p.started_), dtype=np.bool_)
-    mark[run_job] = True
-    mark[jobs] = True
-    alive = np.flatnonzero(mark & p.started_)
-    alive_leaf = p.job_leaf_[alive]
-    am_used = dense_sum(alive_leaf, p.am_req_[alive], n_leaves)
+    alive = np.empty(len(run_job) + len(jobs), dtype=np.int64)
+    alive = alive[:alive_jobs(run_job, jobs, p.started_, p.mark_, alive)]
+    alive_leaf = np.take(p.job_leaf_, alive)
+    am_used = dense_sum(alive_leaf, np.take(p.am_req_, alive, axis=0), n_leaves)
     leaf_apps = np.bincount(alive_leaf, minlength=n_leaves).astype(np.int64)
-    pair_apps = np.bincount(p.job_pair_[alive], minlength=n_pairs).astype(np.int64)
+    pair_apps = np.bincount(np.take(p.job_pair_, alive), minlength=n_pairs).astype(np.int64)
     q_guar = tree.abs_cap[:, None] * cluster[None, :]
     q_max = tree.abs_max[:, None] * cluster[None, :]
     leaf_cap, leaf_max = q_guar[tree.leaves], q_max[tree.leaves]
@@ -51,8 +49,8 @@ def kernel_inputs(p: CapacityScheduler, view: SchedView, req: np.ndarray, leaf: 
     closed = (leaf_apps > 0) & (
         (am_used[:, 1] + p.minimum_[1] > am_limit[:, 1] + 1e-9) | (leaf_apps >= p.app_max_))
     sel = np.flatnonzero(_startable(p, jobs, leaf, leaf_apps, closed))
-    app_jobs, a_order, req_idx, counts = _applications(
-        p, jobs[sel], leaf[sel], np.asarray(pend.priority)[sel])
+    sel_jobs = jobs[sel]
+    app_jobs, a_order, req_idx, counts = _applications(p, sel_jobs, leaf[sel])
     req_idx = sel[req_idx].astype(np.int64)
     app_hi = np.cumsum(counts).astype(np.int64)
     app_lo = app_hi - counts
@@ -61,18 +59,23 @@ def kernel_inputs(p: CapacityScheduler, view: SchedView, req: np.ndarray, leaf: 
     leaf_app_lo = np.searchsorted(sorted_leaf, np.arange(n_leaves)).astype(np.int64)
     leaf_app_hi = np.searchsorted(sorted_leaf, np.arange(n_leaves), side="right")
     # per-job memory used by running containers and pending demand (fair ordering only)
-    run_job_mem = (_by_key(run_job, run_req[:, 1], sorted_jobs) if s.fair.any()
-                   else np.zeros(len(app_jobs)))
-    pend_mem = np.add.reduceat(req[req_idx, 1], app_lo) if len(req_idx) else np.zeros(0)
+    if s.fair.any():
+        run_job_mem = p.job_mem_[sorted_jobs]
+        p.job_mem_[run_job] = 0.0
+    else:
+        run_job_mem = np.zeros(len(app_jobs))
+    pend_mem = (np.add.reduceat(np.take(req[:, 1], req_idx), app_lo) if len(req_idx)
+                else np.zeros(0))
     # users per leaf, dense: pair = leaf * n_users + user (YARN's UsersManager is per queue)
-    pend_pi = leaf[sel] * n_users + np.asarray(pend.user, np.int64)[sel]
-    pair_left = np.bincount(pend_pi, minlength=n_pairs).astype(np.int64)
+    pair_left = np.bincount(np.take(p.job_pair_, sel_jobs), minlength=n_pairs).astype(np.int64)
     pair_leaf = np.repeat(np.arange(n_leaves), n_users)
     pair_w = p.weights_.ravel()
     active = pair_left > 0
     leaf_active_used = dense_sum(pair_leaf[active], pair_used[active], n_leaves)
     leaf_active_w = np.bincount(pair_leaf[active], weights=pair_w[active], minlength=n_leaves)
-    free = np.maximum(nodes.cap[nodes.up] - nodes.alloc[nodes.up], 0.0).sum(axis=0)
+    up = np.flatnonzero(nodes.up)
+    free = np.maximum(np.take(nodes.cap, up, axis=0) - np.take(nodes.alloc, up, axis=0),
+                      0.0).sum(axis=0)
     return (np.ascontiguousarray(req), req_idx, app_lo, app_hi,
             p.job_pair_[sorted_jobs].astype(np.int64), p.started_[sorted_jobs].copy(),
             run_job_mem, pend_mem + run_job_mem,
@@ -93,13 +96,13 @@ def _startable(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray,
     in FIFO order are kept) or in a leaf without AM room cannot get a container in this
     call; dropping them early keeps a long backlog from being sorted at every call.
     """
-    started = p.started_[jobs]
+    started = np.take(p.started_, jobs)
     keep = started | ~closed[leaf]
-    if keep[~started].sum() == 0:
+    waiting = keep & ~started
+    if not waiting.any():
         return keep
-    mark = np.zeros(len(p.started_), dtype=np.bool_)
-    mark[jobs[keep & ~started]] = True
-    cand = np.flatnonzero(mark)
+    cand = np.empty(len(jobs), dtype=np.int64)
+    cand = cand[:distinct(jobs, waiting, p.mark_, cand)]
     cand_leaf = p.job_leaf_[cand]
     room = np.maximum(p.app_max_ - leaf_apps, 0)
     if (np.bincount(cand_leaf, minlength=len(room)) <= room).all():
@@ -107,13 +110,11 @@ def _startable(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray,
     order = np.lexsort((cand, p.first_seen_[cand], -p.job_prio_[cand], cand_leaf))
     cand, cand_leaf = cand[order], cand_leaf[order]
     within = np.arange(len(cand)) - np.searchsorted(cand_leaf, cand_leaf)
-    ok = np.zeros(len(p.started_), dtype=np.bool_)
-    ok[cand[within < room[cand_leaf]]] = True
-    return started | (keep & ok[jobs])
+    ok = member(jobs, cand[within < room[cand_leaf]], p.mark_)
+    return started | (keep & ok)
 
 
 def _applications(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray,
-                  priority: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Applications in leaf order, then FIFO (priority desc, first seen, job code).
 
@@ -127,20 +128,9 @@ def _applications(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray,
     app_jobs = sj[starts]
     counts = np.diff(np.r_[starts, len(sj)])
     first = by_job[starts]  # the earliest request of each job (stable sort)
-    app_prio = np.asarray(priority, dtype=np.int64)[first]
+    app_prio = p.job_prio_[app_jobs]
     a_order = np.lexsort((app_jobs, p.first_seen_[app_jobs], -app_prio, leaf[first]))
     lens = counts[a_order]
     offsets = np.cumsum(lens) - lens
     pos = np.repeat(starts[a_order] - offsets, lens) + np.arange(int(lens.sum()))
     return app_jobs, a_order, by_job[pos], lens
-
-
-def _by_key(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Sum of ``values`` by ``keys`` for each entry of ``wanted`` (0 when absent)."""
-    if len(keys) == 0:
-        return np.zeros(len(wanted))
-    uk, inv = np.unique(keys, return_inverse=True)
-    sums = np.bincount(inv, weights=values)
-    pos = np.searchsorted(uk, wanted)
-    hit = (pos < len(uk)) & (uk[np.minimum(pos, len(uk) - 1)] == wanted)
-    return np.where(hit, sums[np.minimum(pos, len(uk) - 1)], 0.0)

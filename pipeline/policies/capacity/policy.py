@@ -27,14 +27,15 @@ import numpy as np
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.capacity import config as cfg
 from pipeline.policies.capacity.batch import kernel_inputs
-from pipeline.policies.capacity.formulas import DEFAULT, DOMINANT, minimum_allocation, normalize
+from pipeline.policies.capacity.formulas import DEFAULT, DOMINANT, minimum_allocation
 from pipeline.policies.capacity.kernel import allocate
 from pipeline.policies.capacity.preemption import PreemptionTimer
+from pipeline.policies.capacity.prepare import scan_pending, scan_running
 from pipeline.policies.capacity.state import app_limits, leaf_settings
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.policies.queues import QueuePlacement, groups_provider
 from pipeline.policies.queues.report import queue_rows
-from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
+from pipeline.sim.interface import ClusterInfo, Decisions, PendingView, SchedView
 
 
 class CapacityScheduler(PolicyBase):
@@ -116,6 +117,8 @@ class CapacityScheduler(PolicyBase):
                                                       self.min_alloc_mem), 0.0])
         self.index_ = NodeIndex(cluster.n_nodes)
         self.started_ = np.zeros(0, dtype=np.bool_)
+        self.mark_ = np.zeros(0, dtype=np.bool_)  # scratch of prepare.alive_jobs
+        self.job_mem_ = np.zeros(0)  # scratch of prepare.scan_running (fair ordering)
         self.first_seen_ = np.zeros(0)
         self.am_req_ = np.zeros((0, 3))
         self.am_row_ = np.zeros(0, dtype=np.int64)
@@ -135,52 +138,71 @@ class CapacityScheduler(PolicyBase):
                     w[leaf, u] = table[name]
         return w
 
-    def _grow(self, jobs: np.ndarray, run_jobs: np.ndarray, now: float) -> None:
-        """Per-job memory sized to the largest job code seen; first-seen times of pending."""
+    def _grow(self, jobs: np.ndarray, run_jobs: np.ndarray) -> None:
+        """Per-job memory sized to the largest job code seen (doubling)."""
         need = max(int(jobs.max()) + 1 if len(jobs) else 0,
                    int(run_jobs.max()) + 1 if len(run_jobs) else 0)
-        if need > len(self.started_):
-            size = max(need, 2 * len(self.started_))
-            extra = size - len(self.started_)
-            self.started_ = np.concatenate([self.started_, np.zeros(extra, np.bool_)])
-            self.first_seen_ = np.concatenate([self.first_seen_, np.full(extra, np.inf)])
-            self.am_req_ = np.concatenate([self.am_req_, np.zeros((extra, 3))])
-            self.am_row_ = np.concatenate([self.am_row_, np.full(extra, -1, np.int64)])
-            self.job_leaf_ = np.concatenate([self.job_leaf_, np.zeros(extra, np.int64)])
-            self.job_pair_ = np.concatenate([self.job_pair_, np.zeros(extra, np.int64)])
-            self.job_prio_ = np.concatenate([self.job_prio_, np.zeros(extra, np.int64)])
-        self.first_seen_[jobs] = np.minimum(self.first_seen_[jobs], now)
+        if need <= len(self.started_):
+            return
+        extra = max(need, 2 * len(self.started_)) - len(self.started_)
+
+        def more(a: np.ndarray, fill: float | int | bool) -> np.ndarray:
+            return np.concatenate([a, np.full((extra, *a.shape[1:]), fill, dtype=a.dtype)])
+
+        self.started_, self.mark_ = more(self.started_, False), more(self.mark_, False)
+        self.first_seen_, self.am_req_ = more(self.first_seen_, np.inf), more(self.am_req_, 0)
+        self.am_row_, self.job_leaf_ = more(self.am_row_, -1), more(self.job_leaf_, 0)
+        self.job_pair_, self.job_prio_ = more(self.job_pair_, 0), more(self.job_prio_, 0)
+        self.job_mem_ = more(self.job_mem_, 0.0)
+
+    def _submit(self, pend: PendingView, jobs: np.ndarray, first: np.ndarray) -> None:
+        """Place applications seen for the first time (``first``: their first request):
+        leaf queue from the mappings, user, priority; fixed for the application's life."""
+        user = np.asarray(pend.take("user", first), dtype=np.int64)
+        leaf = self.leaves_.leaf(user, pend.take("queue", first))
+        j = jobs[first]
+        self.job_leaf_[j] = leaf
+        self.job_pair_[j] = leaf * self.weights_.shape[1] + user
+        self.job_prio_[j] = pend.take("priority", first)
 
     # -- decisions -----------------------------------------------------------------------
     def decide(self, view: SchedView) -> Decisions:
         self.index_.refresh(view.nodes)
         nodes, pend, run = view.nodes, view.pending, view.running
         assert run is not None
-        up = nodes.up
-        cluster = nodes.cap[up].sum(axis=0) if up.any() else np.zeros(3)
-        calc_name = DOMINANT if self.calc_ else DEFAULT
-        largest = nodes.cap[up].max(axis=0) if up.any() else np.full(3, np.inf)
-        run_leaf = self.leaves_.leaf(run.user, run.queue)
-        run_req = normalize(run.req, self.minimum_, calc_name).reshape(-1, 3)
+        up = np.flatnonzero(nodes.up)
+        caps = np.take(nodes.cap, up, axis=0)
+        cluster = caps.sum(axis=0) if len(up) else np.zeros(3)
+        largest = caps.max(axis=0) if len(up) else np.full(3, np.inf)
         jobs = np.asarray(pend.job, dtype=np.int64)
-        self._grow(jobs, np.asarray(run.job, np.int64), view.now)
-        req = np.minimum(normalize(pend.req, self.minimum_, calc_name).reshape(-1, 3),
-                         largest)
-        pend_leaf = self.leaves_.leaf(pend.user, pend.queue)
-        self.job_leaf_[jobs] = pend_leaf
-        self.job_prio_[jobs] = np.asarray(pend.priority)
-        self.job_pair_[jobs] = pend_leaf * self.weights_.shape[1] + np.asarray(pend.user)
+        run_job = np.asarray(run.job, dtype=np.int64)
+        self._grow(jobs, run_job)
+        req = np.empty((len(jobs), 3))
+        first = np.empty(len(jobs), dtype=np.int64)
+        n_first = scan_pending(jobs, pend.req, self.minimum_, self.calc_, largest,
+                               self.first_seen_, view.now, req, first)
+        if n_first:
+            self._submit(pend, jobs, first[:n_first])
+        pend_leaf = np.take(self.job_leaf_, jobs)
+        run_req = np.empty((len(run_job) if self.timer_.s.enabled else 0, 3))
+        job_mem = self.job_mem_ if self.settings_.fair.any() else self.job_mem_[:0]
+        pair_used = scan_running(run_job, run.req, self.minimum_, self.calc_, self.first_seen_,
+                                 self.job_pair_, self.weights_.size, job_mem, run_req)
         preempt, wake = self.timer_.step(
-            view.now, run, run_leaf, run_req, pend_leaf, req,
+            view.now, run, np.take(self.job_leaf_, run_job), run_req, pend_leaf, req,
             self.first_seen_, self.am_row_, cluster, self.calc_)
-        if len(pend) == 0 or not up.any():
+        if len(pend) == 0 or not len(up):
+            self.job_mem_[run_job] = 0.0
             return Decisions(preempt=preempt, wake_at_s=wake)
-        order = self._assign(view, req, pend_leaf, run_leaf, run_req, cluster)
+        args = kernel_inputs(self, view, req, jobs, pend_leaf, pair_used, run_job, cluster)
+        out = np.empty(len(req), dtype=np.int64)
+        order = out[:allocate(*args, out)]
         # the node must hold the raw request too (it can exceed a capped normalised one)
-        fit = np.maximum(req[order], np.asarray(pend.req)[order])
+        fit = np.maximum(np.take(req, order, axis=0), np.take(pend.req, order, axis=0))
         placed, node = self.index_.place(nodes, fit, None, packing=False)
         chosen = order[placed]
-        self._mark_started(jobs[chosen], req[chosen], np.asarray(pend.row)[chosen])
+        self._mark_started(jobs[chosen], np.take(req, chosen, axis=0),
+                           pend.take("row", chosen))
         return Decisions(place_req=chosen, place_node=node, preempt=preempt, wake_at_s=wake)
 
     def _mark_started(self, jobs: np.ndarray, req: np.ndarray, rows: np.ndarray) -> None:
@@ -190,14 +212,6 @@ class CapacityScheduler(PolicyBase):
         self.started_[uniq[new]] = True
         self.am_req_[uniq[new]] = req[first[new]]
         self.am_row_[uniq[new]] = rows[first[new]]
-
-    def _assign(self, view: SchedView, req: np.ndarray, pend_leaf: np.ndarray,
-                run_leaf: np.ndarray, run_req: np.ndarray, cluster: np.ndarray) -> np.ndarray:
-        """Pending indices in the order the kernel hands out containers."""
-        args = kernel_inputs(self, view, req, pend_leaf, run_leaf, run_req, cluster)
-        out = np.empty(len(req), dtype=np.int64)
-        n = allocate(*args, out)
-        return out[:n]
 
     # -- reporting hooks -----------------------------------------------------------------
     def assigned_queues(self, user: np.ndarray,
