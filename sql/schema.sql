@@ -34,9 +34,10 @@ create table if not exists task_runs (
     mem        double
 );
 
--- Written by every replay since queues came in; declared so the queue views can use them
--- on warehouses whose runs predate them (null there).
+-- Written by every replay since queues came in; declared so the queue and comparison views
+-- can use them on warehouses whose runs predate them (null there).
 alter table task_runs add column if not exists preemptions integer;
+alter table task_runs add column if not exists evictions integer;
 alter table task_runs add column if not exists wasted_s double;
 alter table task_runs add column if not exists first_start_s double;
 

@@ -2,10 +2,11 @@
 and the description ``tracereplay policies`` prints.
 
 A policy class declares ``PARAMS`` (name -> :class:`Param` with default, type, range and a
-one-line help), a one-line ``summary`` and the ``source`` it follows.  ``Policy(**params)``
-stores the values and nothing else (scikit-learn's estimator rule), so ``(name, params)``
-rebuilds the same object; per-run state is made in ``setup``.  The interface it implements
-is documented in :mod:`pipeline.sim.interface`.
+one-line help; ``file=True`` for a parameter whose value is the path of a file that decides
+the run, such as a scheduler configuration), a one-line ``summary`` and the ``source`` it
+follows.  ``Policy(**params)`` stores the values and nothing else (scikit-learn's estimator
+rule), so ``(name, params)`` rebuilds the same object; per-run state is made in ``setup``.
+The interface it implements is documented in :mod:`pipeline.sim.interface`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ _FALSE = {"0", "false", "no", "off"}
 
 @dataclass(frozen=True)
 class Param:
-    """One policy parameter: default, type, allowed range or choices, and a one-line help."""
+    """One policy parameter: default, type, allowed range or choices, and a one-line help.
+
+    ``file``: the value is a file path whose contents decide the run (a configuration
+    file); run ids and sweep keys then hash the file's contents, not only its path.
+    """
 
     default: Any
     help: str
@@ -33,6 +38,7 @@ class Param:
     low: float | None = None
     high: float | None = None
     choices: tuple[str, ...] | None = None
+    file: bool = False
 
     def coerce(self, policy: str, name: str, value: Any) -> Any:
         """``value`` (a string from the command line, or a typed value) checked and typed."""
@@ -117,6 +123,19 @@ class PolicyBase:
         """Rows of ``queues.parquet`` (see :mod:`pipeline.policies.queues.report`) for a
         cluster of ``total`` (cpu, mem, gpu), or ``None`` when the policy has no queues."""
         return None
+
+
+# Parameters that name a configuration file by their name alone, for policies that do not yet
+# declare them ``Param(..., file=True)`` (capacity-scheduler's ``config``, fair-scheduler's
+# ``allocation_file``).
+FILE_PARAM_NAMES = frozenset({"config", "allocation_file"})
+
+
+def file_params(cls: type[PolicyBase]) -> list[str]:
+    """Names of ``cls``'s parameters whose value is a file path (``Param.file``, or a str
+    parameter named in ``FILE_PARAM_NAMES``)."""
+    return [key for key, param in cls.PARAMS.items()
+            if param.file or (key in FILE_PARAM_NAMES and param.kind is str)]
 
 
 def resolve_params(cls: type[PolicyBase], raw: Mapping[str, Any] | None) -> dict[str, Any]:

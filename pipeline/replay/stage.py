@@ -3,8 +3,9 @@
 The run directory is written atomically (a temporary directory renamed into place) and
 holds ``task_runs.parquet``, ``node_intervals.parquet``, ``metrics.parquet`` and
 ``run.json``.  ``run_id`` is a stable hash of the trace's content (its manifest), the policy,
-its resolved parameters, the seed, the cluster and the core options; the run's random
-generator is seeded from the same hash, so the same inputs give byte-identical tables.
+its resolved parameters, the contents of the files its file parameters name (a scheduler
+configuration: :mod:`.param_files`), the seed, the cluster and the core options; the run's
+random generator is seeded from the same hash, so the same inputs give byte-identical tables.
 
 On an elastic cluster the trace's machines do not exist, so a task's ``inputs`` can never be
 local: tasks with inputs get locality ``any``.
@@ -32,6 +33,7 @@ from pipeline.metrics import metrics_table
 from pipeline.policies import make_policy, policy_class, resolve_params
 from pipeline.replay import output as out
 from pipeline.replay.options import cluster_spec
+from pipeline.replay.param_files import file_sha256, param_files
 from pipeline.replay.source import TraceInput
 from pipeline.sim import ClusterSpec, ElasticCluster, FixedCluster, SimOptions, Simulation
 from pipeline.trace.io import atomic_dir
@@ -48,10 +50,17 @@ class RunResult:
 
 
 def run_identity(trace_digest: str, policy: str, params: Mapping[str, Any], seed: int,
-                 spec: ClusterSpec, options: SimOptions) -> str:
-    """The stable id of a run (64 hex digits; run_id is the first 16)."""
+                 spec: ClusterSpec, options: SimOptions,
+                 files: Mapping[str, str] | None = None) -> str:
+    """The stable id of a run (64 hex digits; run_id is the first 16).
+
+    ``files``: parameter name -> sha256 of the file it names; runs without such files keep
+    the ids they had before file contents were hashed.
+    """
     key = {"trace": trace_digest, "policy": policy, "params": dict(params), "seed": seed,
            "cluster": spec.to_dict(), "sim": asdict(options)}
+    if files:
+        key["files"] = dict(files)
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
@@ -87,19 +96,26 @@ def build_cluster(spec: ClusterSpec, trace: TraceInput) -> FixedCluster | Elasti
 def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None = None,
            seed: int = 0, out_dir: Path | str = "run", *, cluster: str = "fixed",
            cluster_options: Mapping[str, Any] | None = None, sched_interval_s: float = 1.0,
-           horizon_s: float | None = None) -> RunResult:
-    """Replay one canonical trace through one policy into the run directory ``out_dir``."""
+           horizon_s: float | None = None, files_dir: Path | str | None = None) -> RunResult:
+    """Replay one canonical trace through one policy into the run directory ``out_dir``.
+
+    ``files_dir``: where relative paths in file parameters (``config=...``) are read from
+    (default: the current directory); ``run.json`` keeps the paths as given.
+    """
     started = time.perf_counter()
     resolved = resolve_params(policy_class(policy), params)
     options = _sim_options(sched_interval_s, horizon_s)
+    files = param_files(policy, resolved, files_dir)
+    file_digests = {name: file_sha256(path) for name, path in files.items()}
     trace = TraceInput(Path(trace_dir))
     spec = cluster_spec(cluster, cluster_options, trace.machine_cap(), trace.units)
     digest = trace.digest()
-    identity = run_identity(digest, policy, resolved, int(seed), spec, options)
+    identity = run_identity(digest, policy, resolved, int(seed), spec, options, file_digests)
     run_id = identity[:16]
     rng = np.random.default_rng(np.random.SeedSequence(int(identity, 16)))
+    opened = {**resolved, **{name: str(path) for name, path in files.items()}}
     with atomic_dir(Path(out_dir)) as tmp:
-        summary, sim = _simulate(trace, policy, resolved, spec, options, rng, run_id, tmp)
+        summary, sim = _simulate(trace, policy, opened, spec, options, rng, run_id, tmp)
         cluster_obj = sim.cluster
         cap = (trace.machine_cap() if spec.kind == "fixed"
                else np.tile(cluster_obj.template, (len(cluster_obj.machine_ids), 1)))
@@ -111,6 +127,8 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
             "run_id": run_id, "trace": trace.dir.name, "trace_path": str(trace.dir.resolve()),
             "trace_digest": digest, "policy": policy, "params": resolved,
             "seed": int(seed), "cluster": spec.to_dict(), "sim": asdict(options),
+            **({"param_files": {name: {"path": resolved[name], "sha256": sha}
+                                for name, sha in file_digests.items()}} if files else {}),
             "summary": asdict(summary), "wall_s": round(time.perf_counter() - started, 3),
             "code_version": code_version(),
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),

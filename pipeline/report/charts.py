@@ -107,11 +107,59 @@ def allocated_capacity_chart(utilization: pl.DataFrame) -> alt.FacetChart:
     )
 
 
+# Axis labels for measures from fractions to thousands on one shared encoding: plain decimals
+# below 1 (a Jain index), SI prefixes above (12k node-hours), never "300m".
+SMALL_OR_SI = ("abs(datum.value) < 1 ? format(datum.value, '.2~f') "
+               ": format(datum.value, '~s')")
+
+COMPARISON_MEASURES = {
+    "node_hours": "node-hours",
+    "jct_p95_s": "job completion p95 (s)",
+    "wait_p95_s": "task wait p95 (s)",
+    "jain_fairness": "Jain's fairness (users)",
+    "preemptions": "preemptions",
+    "preemption_wasted_task_s": "work lost to preemption (task-s)",
+}
+
+
+def scheduler_comparison_chart(runs: pl.DataFrame) -> alt.FacetChart:
+    """One small bar chart per measure, one bar per run label (mean over seeds), one cluster."""
+    means = mean_over_seeds(runs, list(COMPARISON_MEASURES))
+    long = (
+        means.unpivot(list(COMPARISON_MEASURES), index=["policy", "label", "seeds"],
+                      variable_name="measure", value_name="value")
+        .drop_nulls("value")
+        .with_columns(pl.col("measure").replace_strict(COMPARISON_MEASURES))
+    )
+    return (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
+            x=alt.X("value:Q", title=None, axis=alt.Axis(tickCount=3, labelExpr=SMALL_OR_SI)),
+            color=alt.Color("policy:N", title="policy"),
+            tooltip=["label:N", "measure:N", alt.Tooltip("value:Q", format=",.3~f"),
+                     "seeds:Q"],
+        )
+        .properties(width=170, height=alt.Step(16))
+        .facet(facet=alt.Facet("measure:N", title=None,
+                               sort=list(COMPARISON_MEASURES.values())), columns=3)
+        .resolve_scale(x="independent")
+        .properties(title="Schedulers compared (lower is better, but for fairness)")
+    )
+
+
 def queue_share_chart(shares: pl.DataFrame) -> alt.FacetChart:
-    """Each leaf queue's memory share over time (mean over seeds) against its guarantee."""
+    """Each leaf queue's dominant share over time (mean over seeds) against its guarantee.
+
+    The dominant share is the larger of the queue's cpu and memory shares of the
+    provisioned cluster, what dominant-resource queues are guaranteed.
+    """
     series = (
-        shares.group_by(["label", "queue", "bucket_start_s"])
-        .agg(pl.col("mem_share").cast(pl.Float64).mean(),
+        shares.drop_nulls("dominant_share")  # buckets with nothing provisioned
+        .group_by(["label", "queue", "bucket_start_s"])
+        .agg(*(pl.col(c).cast(pl.Float64).mean()
+               for c in ("dominant_share", "cpu_share", "mem_share")),
              pl.col("guaranteed_share").cast(pl.Float64).first())
         .with_columns((pl.col("bucket_start_s") / 3600).alias("time_h"))
         .sort(["label", "queue", "time_h"])
@@ -119,8 +167,12 @@ def queue_share_chart(shares: pl.DataFrame) -> alt.FacetChart:
     x = alt.X("time_h:Q", title="time (h)")
     color = alt.Color("queue:N", title="queue")
     lines = alt.Chart().mark_line(interpolate="step-after").encode(
-        x=x, y=alt.Y("mem_share:Q", title="share of memory"), color=color,
+        x=x, y=alt.Y("dominant_share:Q", title="share of the cluster (dominant)",
+                     axis=alt.Axis(format="%")),
+        color=color,
         tooltip=["label:N", "queue:N", alt.Tooltip("time_h:Q", format=".2f"),
+                 alt.Tooltip("dominant_share:Q", format=".1%"),
+                 alt.Tooltip("cpu_share:Q", format=".1%"),
                  alt.Tooltip("mem_share:Q", format=".1%"),
                  alt.Tooltip("guaranteed_share:Q", format=".1%")])
     guarantees = alt.Chart().mark_line(strokeDash=[4, 3]).encode(
@@ -128,7 +180,9 @@ def queue_share_chart(shares: pl.DataFrame) -> alt.FacetChart:
     return (
         alt.layer(lines, guarantees, data=series)
         .properties(width=WIDTH, height=HEIGHT // 2)
-        .facet(row=alt.Row("label:N", title=None))
+        .facet(row=alt.Row("label:N", title=None,
+                           header=alt.Header(labelAngle=0, labelAlign="left",
+                                             labelOrient="top", labelFontWeight="bold")))
         .properties(title="Queue shares over time against guarantees")
     )
 

@@ -12,7 +12,8 @@ from pipeline.errors import TraceError, UsageError
 from pipeline.warehouse.db import connect, describe_error
 
 VIEWS = ("policy_summary", "cost_savings", "utilization_over_time", "fairness_vs_wait",
-         "unschedulable_work", "queue_share_over_time", "queue_summary")
+         "unschedulable_work", "queue_share_over_time", "queue_summary",
+         "scheduler_comparison")
 
 
 @dataclass(frozen=True)
@@ -27,11 +28,19 @@ class ReportData:
     unschedulable: pl.DataFrame
     queue_shares: pl.DataFrame = field(default_factory=pl.DataFrame)  # empty: no queues
     queue_summary: pl.DataFrame = field(default_factory=pl.DataFrame)
+    comparison: pl.DataFrame = field(default_factory=pl.DataFrame)  # scheduler_comparison
 
     @property
     def has_queues(self) -> bool:
         """Whether any run here has queues (a queue-based policy)."""
         return self.queue_shares.height > 0
+
+    def clusters(self) -> list[str]:
+        """The clusters (``scheduler_comparison.cluster``) with runs: fixed first, then sorted."""
+        if self.comparison.height == 0:
+            return []
+        names = self.comparison["cluster"].unique().to_list()
+        return sorted(names, key=lambda c: (not c.startswith("fixed"), c))
 
     def traces(self) -> list[str]:
         """The traces with at least one run, sorted."""
@@ -51,7 +60,9 @@ class ReportData:
         return ReportData(self.baseline, only(self.summary), only(self.savings),
                           only(self.utilization), only(self.fairness), only(self.unschedulable),
                           only(self.queue_shares) if self.queue_shares.height else
-                          self.queue_shares, runs_of(self.queue_summary))
+                          self.queue_shares, runs_of(self.queue_summary),
+                          only(self.comparison) if self.comparison.height else
+                          self.comparison)
 
 
 def read_report_data(db: Path, baseline: str) -> ReportData:
@@ -77,6 +88,7 @@ def read_report_data(db: Path, baseline: str) -> ReportData:
         unschedulable=frames["unschedulable_work"],
         queue_shares=frames["queue_share_over_time"],
         queue_summary=frames["queue_summary"],
+        comparison=frames["scheduler_comparison"],
     )
 
 

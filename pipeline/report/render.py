@@ -23,6 +23,7 @@ STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
 h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
 table { border-collapse: collapse; font-size: 13px; margin: .8em 0; }
+section > table { display: block; overflow-x: auto; max-width: 100%; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f4f4f4; }

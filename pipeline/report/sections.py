@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import altair as alt
@@ -28,6 +29,7 @@ def trace_sections(data: ReportData) -> list[Section]:
         Section("cost", "Node-hours and dollars against the baseline",
                 charts.cost_against_baseline_chart(data.savings), cost_table(data.savings),
                 baseline_note(data.savings, data.baseline)),
+        *comparison_sections(data),
         Section("provisioned-nodes", "Provisioned nodes over time",
                 charts.provisioned_nodes_chart(data.utilization),
                 provisioned_table(data.utilization)),
@@ -41,26 +43,72 @@ def trace_sections(data: ReportData) -> list[Section]:
                 "Jain's index over users (1 = perfectly fair) against task queueing delay."),
         Section("unschedulable", "Work not done", None, unschedulable_table(data.unschedulable),
                 "A cheaper policy that leaves work undone is not a saving."),
-        *queue_sections(data),
         Section("parameters", "Runs and their parameters", None, parameters_table(data.summary)),
     ]
 
 
-def queue_sections(data: ReportData) -> list[Section]:
-    """Queue shares against guarantees and preemption cost (only when runs have queues)."""
-    if not data.has_queues:
-        return []
-    table = data.queue_summary.select(
-        "policy", "queue", "guaranteed_share", "mean_mem_share", "share_of_guarantee",
-        "preemptions", "wasted_task_s", "job_start_wait_mean_s", "jain_users", "jain_queues",
+COMPARISON_NOTE = (
+    "Every run on this cluster, side by side. Job completion and task wait percentiles are "
+    "in seconds; Jain's index is over users (1 = perfectly fair). Wasted task time counts "
+    "work lost to preemptions and to failed machines; preempted work counts preemptions "
+    "only. For queue-based schedulers, the share of guarantee is each leaf queue's mean "
+    "dominant share over its guaranteed share (lowest and highest of the leaves that ran "
+    "work; above 1 = borrowing idle capacity); Jain over queues compares those ratios."
+)
+QUEUE_NOTE = (
+    "Each leaf queue's share of the provisioned cluster over time (line; the larger of its "
+    "cpu and memory shares, what dominant-resource queues are guaranteed) against its "
+    "guaranteed share (dashed). Share of guarantee above 1 is borrowed idle capacity. "
+    "Preempted work is run time lost to preemptions; job start wait includes waiting for "
+    "AM room."
+)
+
+
+def comparison_sections(data: ReportData) -> list[Section]:
+    """Per cluster: every run side by side, then queue shares for the queue-based runs."""
+    sections = []
+    for cluster in data.clusters():
+        runs = data.comparison.filter(pl.col("cluster") == cluster)
+        key = section_key(cluster)
+        sections.append(Section(
+            f"schedulers-{key}", f"Schedulers compared on the {cluster} cluster",
+            charts.scheduler_comparison_chart(runs), comparison_table(runs), COMPARISON_NOTE))
+        queue_runs = runs.filter(pl.col("has_queues"))
+        if queue_runs.height and data.has_queues:
+            ids = queue_runs["run_id"].implode()
+            sections.append(Section(
+                f"queue-shares-{key}",
+                f"Queue shares against guarantees, and preemption cost ({cluster} cluster)",
+                charts.queue_share_chart(data.queue_shares.filter(pl.col("run_id").is_in(ids))),
+                queue_table(data.queue_summary, queue_runs), QUEUE_NOTE))
+    return sections
+
+
+def section_key(text: str) -> str:
+    """``text`` as a section key (HTML id and chart file name part)."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "cluster"
+
+
+def comparison_table(runs: pl.DataFrame) -> pl.DataFrame:
+    """Per run on one cluster: cost, utilization, times, fairness, preemption and queues."""
+    return runs.select(
+        "label", "seed", "node_hours", "cost_usd", "util_alloc_cpu", "util_alloc_mem",
+        "jct_p50_s", "jct_p95_s", "wait_p50_s", "wait_p95_s", "jain_fairness", "preemptions",
+        "wasted_task_s", "preemption_wasted_task_s", "min_share_of_guarantee",
+        "max_share_of_guarantee", "jain_queues",
     )
-    return [Section(
-        "queue-shares", "Queue shares against guarantees, and preemption cost",
-        charts.queue_share_chart(data.queue_shares), table,
-        "Each leaf queue's share of the provisioned memory over time (line) against its "
-        "guaranteed share (dashed). Preempted work is run time lost to preemptions; job start "
-        "wait includes waiting for AM room.",
-    )]
+
+
+def queue_table(queue_summary: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """Per queue-based run and leaf: share against guarantee, preemptions, waits, fairness."""
+    return (
+        queue_summary.join(runs.select("run_id", "label", "seed"), on="run_id")
+        .select("label", "seed", "queue", "guaranteed_share", "mean_dominant_share",
+                "peak_dominant_share", "dominant_share_of_guarantee", "mean_mem_share",
+                "tasks", "preemptions", "preemption_wasted_task_s", "wasted_task_s",
+                "job_start_wait_mean_s", "jain_users", "jain_queues")
+        .sort(["label", "seed", "queue"])
+    )
 
 
 def cost_table(savings: pl.DataFrame) -> pl.DataFrame:

@@ -13,10 +13,14 @@
         fixed: {kind: fixed}
         elastic: {kind: elastic, min_nodes: 0}
 
+Paths (traces, ``runs_dir``, and file parameters such as capacity-scheduler's ``config``)
+are relative to the directory of params.yaml.
+
 Each run's directory is ``runs_dir/<trace>/<policy>/<key>`` where ``key`` hashes the run's
-whole specification, the trace's manifest and the replay code (:func:`code_digest`), so a
-re-run finds finished runs, while a changed trace or changed code gets new ones, whatever
-order the runs execute in.
+whole specification, the trace's manifest, the contents of the files its file parameters
+name (:mod:`pipeline.replay.param_files`) and the replay code (:func:`code_digest`), so a
+re-run finds finished runs, while a changed trace, configuration file or code gets new
+ones, whatever order the runs execute in.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import UsageError
+from pipeline.replay.param_files import param_file_digests
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,7 @@ class RunSpec:
     seed: int = 0
     key: str = ""
     out_dir: str = ""
+    files_dir: str = ""  # where relative file parameters are read from ("": current directory)
 
     def to_json(self) -> str:
         """The specification as canonical JSON (sorted keys)."""
@@ -96,22 +102,38 @@ def build_grid(section: Mapping[str, Any], root: Path = Path(".")) -> list[RunSp
         digest = trace_digest(root / trace_path) + code
         for policy, params in sorted(policies.items()):
             for combo in expand(params or {}):
+                files = _file_digests(policy, combo, root)
                 for cluster_name, cluster in sorted(clusters.items()):
                     for options in expand(cluster or {}):
                         kind = options.pop("kind", cluster_name)
                         for seed in seeds:
                             specs.append(_spec(trace, str(root / trace_path), digest, policy,
-                                               combo, kind, options, seed, runs_dir))
+                                               combo, files, kind, options, seed, runs_dir,
+                                               root))
     return specs
 
 
-def _spec(trace: str, trace_dir: str, digest: str, policy: str, params: dict, kind: str,
-          options: dict, seed: int, runs_dir: Path) -> RunSpec:
-    identity = json.dumps({"trace": digest, "policy": policy, "params": params,
-                           "cluster": kind, "options": options, "seed": seed}, sort_keys=True)
-    key = hashlib.sha256(identity.encode()).hexdigest()[:16]
+def _file_digests(policy: str, params: dict[str, Any], root: Path) -> dict[str, str]:
+    """sha256 of each file the run's file parameters name (a UsageError names a missing one)."""
+    try:
+        return param_file_digests(policy, params, root)
+    except UsageError as exc:
+        if exc.field:
+            exc.field = f"sweep.policies.{policy}.{exc.field}"
+        raise
+
+
+def _spec(trace: str, trace_dir: str, digest: str, policy: str, params: dict,
+          files: dict[str, str], kind: str, options: dict, seed: int, runs_dir: Path,
+          root: Path) -> RunSpec:
+    what = {"trace": digest, "policy": policy, "params": params, "cluster": kind,
+            "options": options, "seed": seed}
+    if files:  # only then, so runs without configuration files keep their keys
+        what["files"] = files
+    key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
     out_dir = runs_dir / trace / policy / key
-    return RunSpec(trace, trace_dir, policy, params, kind, options, seed, key, str(out_dir))
+    return RunSpec(trace, trace_dir, policy, params, kind, options, seed, key, str(out_dir),
+                   str(root.resolve()))
 
 
 def check_specs(specs: list[RunSpec]) -> None:

@@ -1,6 +1,7 @@
 -- One row per run: what was replayed (trace, policy, params, seed) and its metrics as columns.
--- `label` names what was replayed apart from the seed, for charts: the policy, its parameters
--- (`policy k=v,k=v`), the cluster mode unless fixed (`[elastic]`), and where two different
+-- `label` names what was replayed apart from the seed, for charts: the policy, the parameters
+-- whose values differ between the trace's runs of that policy (`policy k=v,k=v`; all of them
+-- are in `params_text`), the cluster mode unless fixed (`[elastic]`), and where two different
 -- configurations would still look alike, a short hash of the configuration (`#1a2b3c`).
 with runs as (
     select * from runs
@@ -35,9 +36,40 @@ metric_columns as (
     group by run_id
 ),
 
+policy_keys as (
+    select distinct trace, policy, unnest(coalesce(json_keys(params), [])) as key
+    from runs
+),
+
+param_values as (
+    -- every parameter any run of the trace and policy has, for each of those runs
+    select runs.run_id, runs.trace, runs.policy, policy_keys.key,
+           runs.params ->> policy_keys.key as value
+    from runs
+    join policy_keys using (trace, policy)
+),
+
+varying_keys as (
+    select trace, policy, key
+    from param_values
+    group by trace, policy, key
+    having count(distinct coalesce(value, chr(0))) > 1
+),
+
+varying_params as (
+    select
+        run_id,
+        array_to_string(list_sort(list(key || '=' || coalesce(value, 'null'))), ',')
+            as varying_text
+    from param_values
+    join varying_keys using (trace, policy, key)
+    group by run_id
+),
+
 described as (
     select
-        *,
+        runs.*,
+        coalesce(varying_params.varying_text, '') as varying_text,
         array_to_string(
             list_sort(list_transform(
                 coalesce(json_keys(params), []), lambda k: k || '=' || (params ->> k)
@@ -49,13 +81,14 @@ described as (
         left(md5(policy || ' ' || coalesce(params::varchar, '') || ' '
                  || coalesce(cluster::varchar, '')), 6) as config_id
     from runs
+    left join varying_params using (run_id)
 ),
 
 short_labels as (
     select
         *,
         policy
-            || case when params_text = '' then '' else ' ' || params_text end
+            || case when varying_text = '' then '' else ' ' || varying_text end
             || case when coalesce(cluster_mode, 'fixed') = 'fixed' then ''
                     else ' [' || cluster_mode || ']' end as short_label
     from described

@@ -1,7 +1,9 @@
 -- Each leaf queue's allocated share of the provisioned cluster over time, against its
 -- guaranteed share, for runs whose policy has queues (the `queues` table).  Same time grid
 -- and time-weighting as utilization_over_time; tasks still running at the end count to the
--- horizon.  mem_share_of_guarantee > 1 means the queue is borrowing idle capacity.
+-- horizon.  dominant_share is the larger of the cpu and memory shares (what the dominant
+-- resource calculator and DRF queues allocate by).  *_share_of_guarantee > 1 means the queue
+-- is borrowing idle capacity.
 with grid as (
     select
         run_id, trace, policy, params_text, seed, label, bucket, bucket_start_s,
@@ -90,7 +92,13 @@ final as (
             / nullif(grid.mem_provisioned, 0) as mem_share,
         coalesce(seconds.mem_s, 0) / (grid.bucket_end_s - grid.bucket_start_s)
             / nullif(grid.mem_provisioned, 0) / nullif(leaves.guaranteed_share, 0)
-            as mem_share_of_guarantee
+            as mem_share_of_guarantee,
+        greatest(
+            coalesce(seconds.cpu_s, 0) / (grid.bucket_end_s - grid.bucket_start_s)
+                / nullif(grid.cpu_provisioned, 0),
+            coalesce(seconds.mem_s, 0) / (grid.bucket_end_s - grid.bucket_start_s)
+                / nullif(grid.mem_provisioned, 0)
+        ) as dominant_share
     from grid
     join leaves using (run_id)
     left join seconds
@@ -99,5 +107,8 @@ final as (
         and seconds.bucket = grid.bucket
 )
 
-select * from final
+select
+    *,
+    dominant_share / nullif(guaranteed_share, 0) as dominant_share_of_guarantee
+from final
 order by trace, policy, label, seed, run_id, queue, bucket

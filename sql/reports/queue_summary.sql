@@ -1,10 +1,13 @@
--- One row per run and leaf queue (runs whose policy has queues): guarantee, mean allocated
--- memory share (mean over the time buckets of queue_share_over_time), preemptions and the
--- work they lost, how long jobs waited for their first container (this includes waiting
--- for AM room: maximum-am-resource-percent and application limits), and two Jain indices:
--- jain_users across the queue's users of memory-seconds, and jain_queues across the run's
--- leaves of mean share / guaranteed share (1 = every queue got the same multiple of its
--- guarantee).  Jain: (sum x)^2 / (n * sum x^2).
+-- One row per run and leaf queue (runs whose policy has queues): guarantee, mean and peak
+-- allocated share (over the time buckets of queue_share_over_time; memory, and dominant =
+-- the larger of cpu and memory), share of guarantee (mean share / guaranteed share; > 1 =
+-- borrowing idle capacity), preemptions, the work lost (`wasted_task_s`: preemptions and
+-- evictions; `preemption_wasted_task_s`: preemptions only, a task with both split in
+-- proportion to their counts), how long jobs waited for their first container (this
+-- includes waiting for AM room: maximum-am-resource-percent and application limits), and
+-- two Jain indices: jain_users across the queue's users of memory-seconds, and jain_queues
+-- across the run's leaves of dominant share / guaranteed share (1 = every queue got the
+-- same multiple of its guarantee).  Jain: (sum x)^2 / (n * sum x^2).
 with leaves as (
     select run_id, queue, guaranteed_share, max_share from queues where leaf
 ),
@@ -20,7 +23,13 @@ tasks as (
 ),
 
 shares as (
-    select run_id, queue, avg(mem_share) as mean_mem_share, max(mem_share) as peak_mem_share
+    select
+        run_id,
+        queue,
+        avg(mem_share) as mean_mem_share,
+        max(mem_share) as peak_mem_share,
+        avg(dominant_share) as mean_dominant_share,
+        max(dominant_share) as peak_dominant_share
     from queue_share_over_time
     group by run_id, queue
 ),
@@ -68,7 +77,10 @@ task_counts as (
         queue,
         count(*) as tasks,
         coalesce(sum(preemptions), 0) as preemptions,
-        coalesce(sum(wasted_s), 0) as wasted_task_s
+        coalesce(sum(wasted_s), 0) as wasted_task_s,
+        coalesce(sum(coalesce(wasted_s, 0) * coalesce(preemptions, 0)
+                     / nullif(coalesce(preemptions, 0) + coalesce(evictions, 0), 0)), 0)
+            as preemption_wasted_task_s
     from tasks
     group by run_id, queue
 ),
@@ -79,9 +91,14 @@ per_queue as (
         shares.mean_mem_share,
         shares.peak_mem_share,
         shares.mean_mem_share / nullif(leaves.guaranteed_share, 0) as share_of_guarantee,
+        shares.mean_dominant_share,
+        shares.peak_dominant_share,
+        shares.mean_dominant_share / nullif(leaves.guaranteed_share, 0)
+            as dominant_share_of_guarantee,
         coalesce(task_counts.tasks, 0) as tasks,
         coalesce(task_counts.preemptions, 0) as preemptions,
         coalesce(task_counts.wasted_task_s, 0) as wasted_task_s,
+        coalesce(task_counts.preemption_wasted_task_s, 0) as preemption_wasted_task_s,
         job_waits.jobs,
         job_waits.jobs_never_started,
         job_waits.job_start_wait_mean_s,
@@ -99,9 +116,9 @@ final as (
     select
         runs.policy,
         per_queue.*,
-        sum(share_of_guarantee) over w * sum(share_of_guarantee) over w
-            / nullif(count(share_of_guarantee) over w
-                     * sum(share_of_guarantee * share_of_guarantee) over w, 0)
+        sum(dominant_share_of_guarantee) over w * sum(dominant_share_of_guarantee) over w
+            / nullif(count(dominant_share_of_guarantee) over w
+                     * sum(dominant_share_of_guarantee * dominant_share_of_guarantee) over w, 0)
             as jain_queues
     from per_queue
     join runs using (run_id)

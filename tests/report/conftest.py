@@ -1,4 +1,5 @@
-"""One warehouse of two policies x one trace x one seed, and its report, shared by the tests."""
+"""Warehouses and their reports, shared by the tests: two synthetic policies x one trace x one
+seed, and real replays of the three multi-tenant schedulers on a tiny trace."""
 
 from __future__ import annotations
 
@@ -7,13 +8,35 @@ from typing import Any
 
 import pytest
 
+from pipeline.bench.workload import write_trace
+from pipeline.replay import replay
 from pipeline.report import report
 from pipeline.warehouse import load
 from tests.warehouse.rundirs import demo_runs
 
-SECTIONS_WITH_CHARTS = ("cost", "provisioned-nodes", "allocated-capacity", "utilization",
-                        "fairness-wait")
+SECTIONS_WITH_CHARTS = ("cost", "schedulers-fixed", "schedulers-elastic", "provisioned-nodes",
+                        "allocated-capacity", "utilization", "fairness-wait")
 SECTIONS = (*SECTIONS_WITH_CHARTS, "unschedulable", "parameters")
+# the queue report: one fixed cluster; capacity and fair runs have queues
+QUEUE_SECTIONS_WITH_CHARTS = ("cost", "schedulers-fixed", "queue-shares-fixed",
+                              "provisioned-nodes", "allocated-capacity", "utilization",
+                              "fairness-wait")
+
+CAPACITY_XML = """<configuration>
+<property><name>yarn.scheduler.capacity.root.queues</name><value>prod,research</value></property>
+<property><name>yarn.scheduler.capacity.root.prod.capacity</name><value>50</value></property>
+<property><name>yarn.scheduler.capacity.root.research.capacity</name><value>50</value></property>
+<property><name>yarn.scheduler.capacity.queue-mappings</name>
+  <value>u:%user:%primary_group</value></property>
+<property><name>yarn.resourcemanager.scheduler.monitor.enable</name><value>true</value>
+</property></configuration>"""
+FAIR_XML = """<allocations>
+<queue name="prod"><weight>1</weight></queue>
+<queue name="research"><weight>1</weight></queue>
+<queuePlacementPolicy><rule name="primaryGroup" create="false"/>
+<rule name="default" queue="research"/></queuePlacementPolicy>
+</allocations>"""
+GROUPS = "alice=prod;bob=research;carol=research"
 
 
 @pytest.fixture(scope="session")
@@ -29,3 +52,38 @@ def built_report(warehouse: Path, tmp_path_factory: pytest.TempPathFactory
                  ) -> tuple[Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("report-out") / "report"
     return out, report(warehouse, out)
+
+
+def queue_trace(root: Path) -> Path:
+    """Two 8-cpu machines; prod asks for a burst after research filled the cluster."""
+    tasks = [{"task_id": f"r{i}", "job_id": f"jr{i % 2}", "submit_s": float(i),
+              "duration_s": 400.0, "cpu": 1.0, "mem": 1.0} for i in range(20)]
+    tasks += [{"task_id": f"p{i}", "job_id": "jp", "submit_s": 60.0 + i,
+               "duration_s": 100.0, "cpu": 1.0, "mem": 1.0} for i in range(8)]
+    jobs = [{"job_id": "jr0", "user": "bob", "submit_s": 0.0},
+            {"job_id": "jr1", "user": "carol", "submit_s": 1.0},
+            {"job_id": "jp", "user": "alice", "submit_s": 60.0}]
+    machines = [{"machine_id": f"m{i}", "cpu": 8.0, "mem": 8.0} for i in range(2)]
+    return write_trace(root / "trace", machines, tasks, jobs)
+
+
+@pytest.fixture(scope="session")
+def queue_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """A report of yarn-uniform, capacity-scheduler, fair-scheduler and drf replays."""
+    root = tmp_path_factory.mktemp("queue-report")
+    trace = queue_trace(root)
+    (root / "cs.xml").write_text(CAPACITY_XML)
+    (root / "fs.xml").write_text(FAIR_XML)
+    policies = {
+        "yarn-uniform": {},
+        "capacity-scheduler": {"config": str(root / "cs.xml"), "groups": GROUPS},
+        "fair-scheduler": {"allocation_file": str(root / "fs.xml"), "groups": GROUPS,
+                           "preemption": True},
+        "drf": {},
+    }
+    runs = [replay(trace, name, params, 0, root / "runs" / name).out_dir
+            for name, params in policies.items()]
+    db = root / "wh.duckdb"
+    load(runs, db)
+    out = root / "report"
+    return out, report(db, out)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.report.conftest import SECTIONS_WITH_CHARTS
+from tests.report.conftest import QUEUE_SECTIONS_WITH_CHARTS, SECTIONS_WITH_CHARTS
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -42,14 +42,19 @@ def rendered_dom(browser: str, page: Path, profile: Path) -> str:
     return result.stdout
 
 
-def test_every_chart_renders_offline(built_report: tuple[Path, dict[str, Any]],
-                                     tmp_path: Path) -> None:
+@pytest.mark.parametrize(("fixture", "sections"), [
+    ("built_report", SECTIONS_WITH_CHARTS),
+    ("queue_report", QUEUE_SECTIONS_WITH_CHARTS),  # the schedulers compared, queue shares
+])
+def test_every_chart_renders_offline(fixture: str, sections: tuple[str, ...],
+                                     request: pytest.FixtureRequest, tmp_path: Path) -> None:
     browser = chromium()
-    dom = rendered_dom(browser, built_report[0] / "report.html", tmp_path / "profile")
+    built: tuple[Path, dict[str, Any]] = request.getfixturevalue(fixture)
+    dom = rendered_dom(browser, built[0] / "report.html", tmp_path / "profile")
     assert 'class="chart-error"' not in dom
     pieces = re.split(r'(<div class="[^"]*\bchart\b[^"]*" id="chart-\d+")', dom)
     charts = [pieces[i] + pieces[i + 1].split("</section>")[0]
               for i in range(1, len(pieces), 2)]
-    assert len(charts) == len(SECTIONS_WITH_CHARTS)
+    assert len(charts) == len(sections)
     for chart in charts:
         assert "<svg" in chart and 'class="marks"' in chart, chart[:300]

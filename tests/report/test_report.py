@@ -15,7 +15,7 @@ from pipeline.errors import TraceError, UsageError
 from pipeline.report import charts, report
 from pipeline.report import stage as report_stage
 from pipeline.report.data import read_report_data
-from tests.report.conftest import SECTIONS, SECTIONS_WITH_CHARTS
+from tests.report.conftest import QUEUE_SECTIONS_WITH_CHARTS, SECTIONS, SECTIONS_WITH_CHARTS
 
 Built = tuple[Path, dict[str, Any]]
 
@@ -63,10 +63,13 @@ def test_one_chart_per_section(built_report: Built) -> None:
 def test_summary_markdown(built_report: Built) -> None:
     text = (built_report[0] / "summary.md").read_text()
     assert "## Trace demo" in text
-    assert "| packing slack=0.1 [elastic] | 0 | 1.5 | 0.5 | 25 | 0.288 | 0.096 | 25 |" in text
+    assert "| packing [elastic] | 0 | 1.5 | 0.5 | 25 | 0.288 | 0.096 | 25 |" in text
     for key in SECTIONS_WITH_CHARTS:
         assert f"(charts/demo-{key}.png)" in text
     assert "| run_id | policy | params | seed |" in text
+    fixed = text.split("### Schedulers compared on the fixed cluster")[1].split("###")[0]
+    assert "| label | seed | node_hours | cost_usd | util_alloc_cpu |" in fixed
+    assert "| yarn-uniform | 0 | 2 |" in fixed and "packing" not in fixed
 
 
 def test_baseline_option_and_unknown_baseline(warehouse: Path) -> None:
@@ -122,5 +125,26 @@ def test_charts_accept_empty_frames(warehouse: Path) -> None:
         charts.utilization_chart(data.summary.clear()),
         charts.fairness_wait_chart(data.fairness.with_columns(
             pl.lit(None, pl.Float64).alias("jain_fairness"))),
+        charts.scheduler_comparison_chart(data.comparison.clear()),
     ):
         assert "$schema" in chart.to_dict()
+
+
+def test_queue_report_compares_the_three_schedulers(queue_report: Built) -> None:
+    out, result = queue_report
+    assert [Path(c).name for c in result["charts"]] == [
+        f"trace-{key}.png" for key in QUEUE_SECTIONS_WITH_CHARTS]
+    page = (out / "report.html").read_text()
+    assert len(chart_specs(page)) == len(QUEUE_SECTIONS_WITH_CHARTS)
+    shares = re.search(r'<section id="queue-shares-fixed">(.*?)</section>', page, re.S)
+    assert shares is not None and "root.research" in shares.group(1)
+    text = (out / "summary.md").read_text()
+    table = text.split("### Schedulers compared on the fixed cluster")[1].split("###")[0]
+    header, _, *lines = [[cell.strip() for cell in line.strip("|").split("|")]
+                         for line in table.splitlines() if line.startswith("|")]
+    rows = {cells[0]: dict(zip(header, cells, strict=True)) for cells in lines}
+    assert sorted(rows) == ["capacity-scheduler", "drf", "fair-scheduler", "yarn-uniform"]
+    assert float(rows["capacity-scheduler"]["preemptions"]) > 0
+    assert float(rows["capacity-scheduler"]["preemption_wasted_task_s"]) > 0
+    assert rows["drf"]["jain_queues"] == "NULL"
+    assert 0 < float(rows["fair-scheduler"]["jain_queues"]) <= 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -99,3 +100,44 @@ def test_a_worker_that_dies_mid_run_is_retried_once(trace: Path, tmp_path: Path)
     assert results[0]["skipped"] is False and marker.exists()
     assert (tmp_path / "run" / "run.json").is_file()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+CAPACITY_XML = """<configuration>
+<property><name>yarn.scheduler.capacity.root.queues</name><value>a,default</value></property>
+<property><name>yarn.scheduler.capacity.root.a.capacity</name><value>{a}</value></property>
+<property><name>yarn.scheduler.capacity.root.default.capacity</name><value>{rest}</value>
+</property></configuration>"""
+
+
+def test_configuration_file_contents_are_part_of_the_key(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf = tmp_path / "configs" / "cs.xml"
+    conf.parent.mkdir()
+    conf.write_text(CAPACITY_XML.format(a=50, rest=50))
+    section = {"traces": {"t": str(trace)}, "runs_dir": "runs",
+               "policies": {"yarn-uniform": {},
+                            "capacity-scheduler": {"config": "configs/cs.xml"}}}
+
+    def keys() -> dict[str, str]:
+        return {s.policy: s.key for s in build_grid(section, tmp_path)}
+
+    first = keys()
+    conf.write_text(CAPACITY_XML.format(a=50, rest=50))  # rewritten, same contents
+    assert keys() == first
+    conf.write_text(CAPACITY_XML.format(a=70, rest=30))  # edited
+    edited = keys()
+    assert edited["capacity-scheduler"] != first["capacity-scheduler"]
+    assert edited["yarn-uniform"] == first["yarn-uniform"]
+    # paths are relative to params.yaml's directory, wherever the sweep runs from
+    spec = next(s for s in build_grid(section, tmp_path) if s.policy == "capacity-scheduler")
+    monkeypatch.chdir(trace.parent)
+    assert run_one(spec)["skipped"] is False
+    run = json.loads((Path(spec.out_dir) / "run.json").read_text())
+    assert run["params"]["config"] == "configs/cs.xml"
+    assert len(run["param_files"]["config"]["sha256"]) == 64
+    conf.unlink()
+    with pytest.raises(UsageError, match="parameter 'config': no such file") as err:
+        keys()
+    assert err.value.field == "sweep.policies.capacity-scheduler.config"
+    assert "cs.xml" in str(err.value)

@@ -240,11 +240,24 @@ def test_labels_tell_configurations_apart(tmp_path: Path, runs: list[Path]) -> N
     meta["cluster"]["max_nodes"] = 9  # another configuration, same policy and params
     (same_label / "run.json").write_text(json.dumps(meta))
     load([*runs, same_label], db)
-    _, rows = sql(db, "select label from policy_summary order by label")
+    _, rows = sql(db, "select label, params_text from policy_summary order by label")
     labels = [r[0] for r in rows]
     assert labels[2] == "yarn-uniform"
-    assert labels[0].startswith("packing slack=0.1 [elastic] #")
-    assert labels[1].startswith("packing slack=0.1 [elastic] #") and labels[0] != labels[1]
+    assert labels[0].startswith("packing [elastic] #") and rows[0][1] == "slack=0.1"
+    assert labels[1].startswith("packing [elastic] #") and labels[0] != labels[1]
+
+
+def test_labels_name_the_parameters_that_vary(tmp_path: Path) -> None:
+    db = tmp_path / "wh.duckdb"
+    runs = [write_run(tmp_path, "packing", demo_tasks(True), demo_intervals(True),
+                      params={"slack": slack, "min_nodes": 5}) for slack in (0.1, 0.2)]
+    runs.append(write_run(tmp_path, "yarn-uniform", demo_tasks(False),
+                          demo_intervals(False), params={"config": "a.xml", "groups": ""}))
+    load(runs, db)
+    _, rows = sql(db, "select label, params_text from policy_summary order by label")
+    assert rows == [("packing slack=0.1", "min_nodes=5,slack=0.1"),
+                    ("packing slack=0.2", "min_nodes=5,slack=0.2"),
+                    ("yarn-uniform", "config=a.xml,groups=")]
 
 
 def test_each_run_is_compared_with_the_baseline_on_the_same_cluster(tmp_path: Path) -> None:

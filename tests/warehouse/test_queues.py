@@ -51,6 +51,26 @@ def test_load_queues_and_views(runs: list[Path], tmp_path: Path) -> None:
     con.close()
 
 
+def test_scheduler_comparison(runs: list[Path], tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    load(runs, db)
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute(
+        "select policy, cluster, has_queues, preemptions, wasted_task_s, "
+        "preemption_wasted_task_s, leaves, leaves_used, min_share_of_guarantee, "
+        "max_share_of_guarantee, jain_queues from scheduler_comparison order by policy"
+    ).fetchall()
+    con.close()
+    capacity, uniform = rows
+    assert capacity[:3] == ("capacity-scheduler", "fixed", True) and capacity[3] > 0
+    # a borrows and is preempted for b: every lost second here is a preemption's
+    assert capacity[5] == pytest.approx(capacity[4]) and capacity[5] > 0
+    assert capacity[6:8] == (2, 2) and 0 < capacity[8] < capacity[9]
+    assert 0.5 <= capacity[10] <= 1.0
+    assert uniform[:3] == ("yarn-uniform", "fixed", False)
+    assert uniform[5] == 0 and uniform[6:] == (None,) * 5
+
+
 def test_report_has_the_queue_section(runs: list[Path], tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
     load(runs, db)
