@@ -1,22 +1,28 @@
 """Reading a FairScheduler allocation file (``fair-scheduler.xml``, Hadoop 3.3 format).
 
-Source: FairScheduler.md "Allocation file format" and ``AllocationFileLoaderService`` /
+Source: FairScheduler.md "Allocation file format" and ``AllocationFileParser`` /
 ``AllocationFileQueueParser`` (apache/hadoop 3.3).  Read here:
 
 - ``<queue name="..." [type="parent"]>`` (nested for hierarchy; a top-level ``<queue
   name="root">`` is the root itself) with ``<weight>``, ``<minResources>``,
   ``<maxResources>``, ``<schedulingPolicy>`` (fifo/fair/drf), ``<fairSharePreemptionTimeout>``
   and ``<minSharePreemptionTimeout>`` (seconds), ``<fairSharePreemptionThreshold>``
-  (0..1), ``<allowPreemptionFrom>``;
+  (0..1), ``<allowPreemptionFrom>``, ``<maxRunningApps>`` (a whole number >= 0) and
+  ``<maxAMShare>`` (-1 = off, else >= 0; larger than 1 is read as 1, as Hadoop's
+  allocation file loader clamps it; it matters on leaf queues only, as in Hadoop 3.3);
 - top level: ``<defaultQueueSchedulingPolicy>``, ``<defaultFairSharePreemptionTimeout>``,
   ``<defaultMinSharePreemptionTimeout>``, ``<defaultFairSharePreemptionThreshold>``,
-  ``<queueMaxResourcesDefault>`` and ``<queuePlacementPolicy>`` with ``<rule name=...>``.
+  ``<queueMaxResourcesDefault>``, ``<queueMaxAppsDefault>``, ``<queueMaxAMShareDefault>``,
+  ``<userMaxAppsDefault>``, ``<user name="..."><maxRunningApps>N</maxRunningApps></user>``
+  and ``<queuePlacementPolicy>`` with ``<rule name=...>``.
 
-Elements that only matter to a real ResourceManager (ACLs, ``maxRunningApps``,
-``maxAMShare``, user limits, reservations) are accepted and ignored (not modeled); any other
-element is an error naming the file and the element.  Resources: ``"X mb, Y vcores"``,
-``"memory-mb=X, vcores=Y"`` or percentages (``"X%"``, ``"X% memory, Y% cpu"``,
-``"memory-mb=X%, vcores=Y%"``).
+The application limits are enforced by :mod:`.limits`.  Elements that only matter to a
+real ResourceManager are accepted and ignored (not modeled): the ACLs (``aclSubmitApps``,
+``aclAdministerApps``: every trace job may submit anywhere), ``maxChildResources`` (for ad
+hoc child queues, which tracereplay never creates), ``maxContainerAllocation`` and the
+reservation system.  Any other element is an error naming the file and the element.
+Resources: ``"X mb, Y vcores"``, ``"memory-mb=X, vcores=Y"`` or percentages (``"X%"``,
+``"X% memory, Y% cpu"``, ``"memory-mb=X%, vcores=Y%"``).
 """
 
 from __future__ import annotations
@@ -27,15 +33,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pipeline.errors import UsageError
 from pipeline.policies.queues import WEIGHT, QueueConfig
 
 POLICIES = ("fifo", "fair", "drf")
-IGNORED = {"maxRunningApps", "maxAMShare", "aclSubmitApps", "aclAdministerApps",
-           "maxChildResources", "maxContainerAllocation", "reservation", "userMaxAppsDefault",
-           "queueMaxAppsDefault", "queueMaxAMShareDefault", "user",
-           "reservation-agent", "reservation-policy", "reservation-planner",
-           "defaultQueueSchedulingMode"}
+# Accepted and not modeled (see the module docstring); the application limits are read.
+IGNORED = {"aclSubmitApps", "aclAdministerApps", "maxChildResources",
+           "maxContainerAllocation", "reservation", "reservation-agent", "reservation-policy",
+           "reservation-planner"}
 RULES = ("specified", "user", "primaryGroup", "secondaryGroupExistingQueue", "default",
          "reject")
 _ABS = re.compile(r"^\s*([0-9.]+)\s*(mb|vcores)\s*$", re.I)
@@ -61,6 +68,11 @@ class Allocations:
     default_policy: str = "fair"
     rules: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     source: str = "fair-scheduler.xml"
+    # application limits set at the top level (None: not in the file)
+    queue_max_apps_default: int | None = None
+    queue_max_am_share_default: float | None = None
+    user_max_apps_default: int | None = None
+    user_max_apps: dict[str, int] = field(default_factory=dict)
 
 
 def parse_resources(text: str, where: str) -> ResourceSpec:
@@ -104,6 +116,43 @@ def _number(el: ET.Element, where: str, low: float = 0.0, high: float | None = N
     return value
 
 
+def _count(el: ET.Element, where: str) -> int:
+    """A ``maxRunningApps``-style limit: a whole number >= 0 (Hadoop: ``Integer.parseInt``)."""
+    try:
+        value = int((el.text or "").strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise UsageError(f"{where}: <{el.tag}> must be a whole number >= 0, got {el.text!r}")
+    return value
+
+
+def _am_share(el: ET.Element, where: str) -> float:
+    """A ``maxAMShare``: -1 (no check) or a fraction; above 1 means 1 (Hadoop clamps it)."""
+    try:
+        value = float((el.text or "").strip())
+    except ValueError:
+        value = float("nan")
+    if not (value == -1.0 or 0.0 <= value < np.inf):
+        raise UsageError(f"{where}: <{el.tag}> must be -1 (off) or a number >= 0, "
+                         f"got {el.text!r}")
+    return min(value, 1.0)
+
+
+def _user(el: ET.Element, source: str) -> tuple[str, int | None]:
+    """``<user name="u"><maxRunningApps>N</maxRunningApps></user>``."""
+    name = (el.get("name") or "").strip()
+    if not name:
+        raise UsageError(f"{source}: <user> needs a name attribute")
+    where = f"{source}: <user name={name!r}>"
+    limit = None
+    for child in el:
+        if child.tag != "maxRunningApps":
+            raise UsageError(f"{where}: unknown element <{child.tag}> (only <maxRunningApps>)")
+        limit = _count(child, where)
+    return name, limit
+
+
 def _policy(el: ET.Element, where: str) -> str:
     value = (el.text or "").strip().lower()
     if value not in POLICIES:
@@ -129,6 +178,10 @@ def _queue_props(el: ET.Element, where: str) -> dict[str, Any]:
             props[tag] = _number(child, where, 0.0, 1.0)
         elif tag == "allowPreemptionFrom":
             props[tag] = (child.text or "").strip().lower() != "false"
+        elif tag == "maxRunningApps":
+            props[tag] = _count(child, where)
+        elif tag == "maxAMShare":
+            props[tag] = _am_share(child, where)
         else:
             raise UsageError(f"{where}: unknown element <{tag}>")
     return props
@@ -179,7 +232,8 @@ def read_allocations(path: Path | str) -> Allocations:
         where = f"{source}: <allocations>"
         if el.tag == "queue":
             _queues(el, "", source, queues)
-        elif el.tag == "defaultQueueSchedulingPolicy":
+        elif el.tag in ("defaultQueueSchedulingPolicy", "defaultQueueSchedulingMode"):
+            # defaultQueueSchedulingMode: the older name AllocationFileLoaderService still reads
             out.default_policy = _policy(el, where)
         elif el.tag in ("defaultFairSharePreemptionTimeout", "defaultMinSharePreemptionTimeout"):
             defaults[el.tag.replace("default", "", 1)[0].lower()
@@ -189,6 +243,16 @@ def read_allocations(path: Path | str) -> Allocations:
         elif el.tag == "queueMaxResourcesDefault":
             defaults["maxResourcesDefault"] = parse_resources(el.text or "", f"{where} <"
                                                               f"{el.tag}>")
+        elif el.tag == "queueMaxAppsDefault":
+            out.queue_max_apps_default = _count(el, where)
+        elif el.tag == "queueMaxAMShareDefault":
+            out.queue_max_am_share_default = _am_share(el, where)
+        elif el.tag == "userMaxAppsDefault":
+            out.user_max_apps_default = _count(el, where)
+        elif el.tag == "user":
+            user, limit = _user(el, source)
+            if limit is not None:
+                out.user_max_apps[user] = limit
         elif el.tag == "queuePlacementPolicy":
             out.rules = _rules(el, source)
         elif el.tag not in IGNORED:

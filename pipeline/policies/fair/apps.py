@@ -17,12 +17,16 @@ from numba import njit
 
 from pipeline.policies.drf import group_by_code
 
+_NO_MARK = np.zeros(1, dtype=np.int64)
+
 
 @njit(cache=True)
-def number_apps(req_job, req, run_job, run_req, scratch):
+def number_apps(req_job, req, run_job, run_req, scratch, mark, stamp):
     """App of each request, each app's first request, running usage and pending demand.
 
-    ``scratch`` maps job codes to apps during the call (all -1 before and after).
+    ``scratch`` maps job codes to apps during the call (all -1 before and after).  With
+    ``stamp > 0``, ``mark[job] = stamp`` for every running container's job (the
+    application limits' liveness marks, :mod:`.limits`, set in the same pass).
     """
     m = req_job.shape[0]
     app = np.empty(m, dtype=np.int64)
@@ -42,6 +46,8 @@ def number_apps(req_job, req, run_job, run_req, scratch):
     use = np.zeros((na, 3))
     for i in range(run_job.shape[0]):
         j = run_job[i]
+        if stamp > 0:
+            mark[j] = stamp
         if j < scratch.shape[0] and scratch[j] >= 0:
             for k in range(3):
                 use[scratch[j], k] += run_req[i, k]
@@ -65,6 +71,7 @@ class AppTree:
     usage: np.ndarray
     demand: np.ndarray
     rank: np.ndarray
+    app_job: np.ndarray  # job code of each application (node n_queues + a)
 
 
 class AppNumbering:
@@ -76,13 +83,16 @@ class AppNumbering:
     def tree(self, parent: np.ndarray, kind: np.ndarray, weight: np.ndarray,
              min_share: np.ndarray, max_share: np.ndarray, usage: np.ndarray,
              demand: np.ndarray, leaf_queue_of_req: np.ndarray, req_job: np.ndarray,
-             req: np.ndarray, run_job: np.ndarray, run_req: np.ndarray) -> AppTree:
-        """Add one node per pending job below its leaf queue (queues keep their indices)."""
+             req: np.ndarray, run_job: np.ndarray, run_req: np.ndarray,
+             mark: np.ndarray | None = None, stamp: int = 0) -> AppTree:
+        """Add one node per pending job below its leaf queue (queues keep their indices);
+        ``mark``/``stamp``: see :func:`number_apps`."""
         top = int(req_job.max()) + 1 if len(req_job) else 0
         if top > len(self.scratch):
             self.scratch = np.full(max(top, 2 * len(self.scratch)), -1, dtype=np.int64)
-        app, first, use, pend = number_apps(req_job, np.ascontiguousarray(req), run_job,
-                                            np.ascontiguousarray(run_req), self.scratch)
+        app, first, use, pend = number_apps(
+            req_job, np.ascontiguousarray(req), run_job, np.ascontiguousarray(run_req),
+            self.scratch, _NO_MARK if mark is None else mark, 0 if mark is None else stamp)
         nq, na = len(parent), len(first)
         full_parent = np.concatenate([parent, leaf_queue_of_req[first]]).astype(np.int64)
         indptr, order = group_by_code(full_parent[1:], nq + na)  # children by parent
@@ -92,4 +102,5 @@ class AppNumbering:
             np.concatenate([weight, np.ones(na)]), np.vstack([min_share, np.zeros((na, 3))]),
             np.vstack([max_share, np.full((na, 3), np.inf)]), np.vstack([usage, use]),
             np.vstack([demand, use + pend]),
-            np.concatenate([np.zeros(nq), first.astype(np.float64)]))
+            np.concatenate([np.zeros(nq), first.astype(np.float64)]),
+            np.asarray(req_job)[first])

@@ -13,11 +13,21 @@ Placement (``<queuePlacementPolicy>``, FairScheduler.md) is mapped onto the shar
 trace's queue) is tried before those rules when it is the first rule, else after them.  A
 rule's target must be an existing leaf (no ``create``); ``reject`` sends the job to the
 default leaf so no task disappears.  These are documented approximations.
+
+Application limits (Hadoop 3.3 ``AllocationConfiguration``: a queue's own value, else the
+file's default, else Hadoop's default): ``maxRunningApps`` per queue, root and parents
+included (``queueMaxAppsDefault``, unlimited by default, applies to every queue, the root
+too, as ``getQueueMaxApps`` does); ``maxAMShare`` per leaf (``queueMaxAMShareDefault``,
+0.5 by default; parents have no AM limit); per user ``<user>`` limits, else
+``userMaxAppsDefault`` (unlimited).  The policy's ``max_running_apps``, ``max_am_share``
+and ``user_max_apps`` parameters are the defaults where the file sets none (or there is no
+file).  Enforced by :mod:`.limits`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +46,7 @@ from pipeline.policies.queues.placement import MappingRule
 
 KINDS = {"fair": FAIR, "drf": DRF, "fifo": FIFO}
 NEVER = np.inf  # Hadoop's Long.MAX_VALUE preemption timeouts
+UNLIMITED = 1 << 62  # Hadoop's Integer.MAX_VALUE application limits
 
 
 @dataclass
@@ -54,6 +65,22 @@ class QueueSetup:
     preemptable: np.ndarray
     child_ptr: np.ndarray
     child_idx: np.ndarray
+    max_apps: np.ndarray  # per queue: maxRunningApps (UNLIMITED when unset)
+    am_share: np.ndarray  # per queue: maxAMShare of a leaf, -1 = no check (parents: -1)
+    user_max_default: int = UNLIMITED  # userMaxAppsDefault
+    user_max: dict[str, int] | None = None  # <user name=...><maxRunningApps>
+
+    def user_limits(self, users: tuple[str, ...]) -> np.ndarray:
+        """maxRunningApps per user code of ``users``, plus one last entry for a null user."""
+        table = self.user_max or {}
+        return np.array([table.get(u, self.user_max_default) for u in users]
+                        + [self.user_max_default], dtype=np.int64)
+
+    @property
+    def limits_apps(self) -> bool:
+        """Whether any queue or user has a finite maxRunningApps."""
+        return bool((self.max_apps < UNLIMITED).any() or self.user_max_default < UNLIMITED
+                    or any(v < UNLIMITED for v in (self.user_max or {}).values()))
 
     def resources(self, total: np.ndarray, mem_unit_mb: float) -> tuple[np.ndarray, np.ndarray]:
         """``(min_share, max_share)`` per queue in trace units for a cluster of ``total``."""
@@ -93,11 +120,14 @@ def _trace_tree(queues: tuple[str, ...]) -> QueueTree:
 
 def build(allocation_file: str, queues: str, default_policy: str, groups: str,
           trace_queues: tuple[str, ...], where: str, fs_timeout: float = NEVER,
-          fs_threshold: float = 0.5) -> QueueSetup:
+          fs_threshold: float = 0.5, max_apps: int = UNLIMITED, am_share: float = 0.5,
+          user_max_apps: int = UNLIMITED) -> QueueSetup:
     """The queue setup from the policy's parameters (UsageError naming what is wrong).
 
     ``fs_timeout``/``fs_threshold`` are the defaults where neither a queue, its ancestors
-    nor the file's ``default...`` elements set them.
+    nor the file's ``default...`` elements set them; ``max_apps``/``am_share``/
+    ``user_max_apps`` stand for ``queueMaxAppsDefault``/``queueMaxAMShareDefault``/
+    ``userMaxAppsDefault`` where the file does not set them.
     """
     alloc = read_allocations(allocation_file) if allocation_file else None
     if alloc is not None and queues:
@@ -113,7 +143,24 @@ def build(allocation_file: str, queues: str, default_policy: str, groups: str,
     placement = QueuePlacement(tree, rules, groups_provider(groups, source=f"{where} "
                                                                           "parameter 'groups'"),
                                override=override, default_queue=default)
-    return _arrays(tree, placement, default_policy, fs_timeout, fs_threshold)
+    setup = _arrays(tree, placement, default_policy, fs_timeout, fs_threshold)
+    if alloc is not None:
+        max_apps = _given(alloc.queue_max_apps_default, max_apps)
+        am_share = _given(alloc.queue_max_am_share_default, am_share)
+        user_max_apps = _given(alloc.user_max_apps_default, user_max_apps)
+        setup.user_max = dict(alloc.user_max_apps)
+    n = tree.n_queues
+    setup.max_apps = np.array([tree.prop(q, "maxRunningApps", max_apps) for q in range(n)],
+                              dtype=np.int64)
+    # maxAMShare is a leaf setting (FairScheduler.md); Hadoop 3.3 ignores it on parents
+    setup.am_share = np.array([tree.prop(q, "maxAMShare", am_share) if tree.is_leaf[q]
+                               else -1.0 for q in range(n)], dtype=np.float64)
+    setup.user_max_default = int(user_max_apps)
+    return setup
+
+
+def _given(value: Any, default: Any) -> Any:
+    return default if value is None else value
 
 
 def _arrays(tree: QueueTree, placement: QueuePlacement, default_policy: str,
@@ -152,4 +199,5 @@ def _arrays(tree: QueueTree, placement: QueuePlacement, default_policy: str,
         [tree.prop(q, "minResources") for q in range(n)],
         [tree.prop(q, "maxResources", max_default if tree.is_leaf[q] else None)
          for q in range(n)],
-        fs_timeout, threshold, ms_timeout, allow, child_ptr, child_idx)
+        fs_timeout, threshold, ms_timeout, allow, child_ptr, child_idx,
+        np.full(n, UNLIMITED, dtype=np.int64), np.full(n, -1.0))

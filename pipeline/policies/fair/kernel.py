@@ -25,6 +25,10 @@ A child whose usage already exceeds its ``maxResources`` is skipped (``assignCon
 a request is placed only if every queue on its path stays within its maximum
 (``fitsInMaxShare``, "enforced recursively").  Requests that fit no node or would break a
 maximum are skipped and stay pending (room and usage only grow tighter within one call).
+With ``check_am``, an application that has no AM yet (``started`` false) gets its first
+container only if its leaf's AM usage plus that container stays within the leaf's AM limit
+(``maxAMShare``, see :mod:`.limits`); else it is passed over for the rest of the call
+(``FSAppAttempt.isOverAMShareLimit``).
 """
 
 from __future__ import annotations
@@ -151,15 +155,17 @@ def _app_key(a, parent, kind, weight, min_share, demand, usage, inv_total, rank)
 
 @njit(cache=True)
 def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_share, max_share,
-              usage, demand, inv_total, rank, n_queues, cap, w_alloc, w_ncont, w_up, key, val,
-              pri, left, right, parent_t, agg, member, root, skey, sfree, cnt, stack, out_req,
-              out_node):
+              usage, demand, inv_total, rank, n_queues, started, am_used, am_limit, check_am,
+              cap, w_alloc, w_ncont, w_up, key, val, pri, left, right, parent_t, agg, member,
+              root, skey, sfree, cnt, stack, out_req, out_node):
     """Place pending requests down the tree; return how many were placed.
 
     ``leaf_of`` gives each request's node in the tree (its application); ``usage`` (updated
     in place) and ``demand`` are per node, aggregated over subtrees; ``rank`` orders the
     children of ``fifo`` parents.  Nodes from ``n_queues`` on are applications: a leaf
-    queue picks among them with a segment tree (a queue may hold thousands).
+    queue picks among them with a segment tree (a queue may hold thousands).  With
+    ``check_am``: ``started`` per node (updated in place), ``am_used`` (updated in place)
+    and ``am_limit`` per queue.
     """
     nq = parent.shape[0]
     indptr, order = group_by_code(leaf_of, nq)
@@ -219,10 +225,17 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
             continue  # every child of q died on the way, which took q out too
         j = cursor[q]
         placed = False
+        needs_am = check_am and not started[q]
+        lf = parent[q]
         while j < indptr[q + 1] and not placed:
             i = order[j]
             j += 1
             rc, rm, rg = req[i, 0], req[i, 1], req[i, 2]
+            if needs_am and (am_used[lf, 0] + rc > am_limit[lf, 0] * (1 + EPS) or
+                             am_used[lf, 1] + rm > am_limit[lf, 1] * (1 + EPS) or
+                             am_used[lf, 2] + rg > am_limit[lf, 2] * (1 + EPS)):
+                j = indptr[q + 1]  # over maxAMShare: nothing for this app in this call
+                break
             if sfree[0, 1] < rc or sfree[1, 1] < rm or sfree[2, 1] < rg:
                 continue
             if not _fits_max(q, parent, usage, max_share, rc, rm, rg):
@@ -248,6 +261,11 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
             out_node[c] = nd
             c += 1
             placed = True
+            if needs_am:  # this first container is the application's AM
+                started[q] = True
+                am_used[lf, 0] += rc
+                am_used[lf, 1] += rm
+                am_used[lf, 2] += rg
         cursor[q] = j
         if j >= indptr[q + 1]:
             _kill(q, parent, alive)

@@ -8,10 +8,14 @@ comparators, ``ComputeFairShares``, starvation); docs/semantics.md section 2.  P
 - assignment at each scheduling point: :mod:`.kernel` (descend the tree by the parents'
   fair/drf comparators, respect maxResources on the whole path, least-allocated node);
 - fair shares (steady and instantaneous): :mod:`.shares`; preemption: :mod:`.preempt`
-  (off by default, as ``yarn.scheduler.fair.preemption`` is).
+  (off by default, as ``yarn.scheduler.fair.preemption`` is);
+- application limits: :mod:`.limits` (``maxRunningApps`` per queue and per user, off by
+  default; ``maxAMShare``, 0.5 of a leaf's fair share by default as in Hadoop).
 
 Applications (jobs) inside a leaf queue are ordered by the leaf's policy (:mod:`.apps`);
-an application's own requests go in arrival order.
+an application's own requests go in arrival order.  An application's AM is the first
+container the job gets; it lives while the job has tasks pending or running (the model of
+``capacity-scheduler``).
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from pipeline.errors import UsageError
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.drf import inverse_capacity
 from pipeline.policies.fair.apps import AppNumbering
-from pipeline.policies.fair.config import NEVER, QueueSetup, build
+from pipeline.policies.fair.config import NEVER, UNLIMITED, QueueSetup, build
 from pipeline.policies.fair.kernel import fair_fill, leaf_usage
+from pipeline.policies.fair.limits import AppLimits, am_limits, increments
 from pipeline.policies.fair.preempt import choose_victims, starved_claims
 from pipeline.policies.fair.shares import tree_shares
 from pipeline.policies.nodeindex import NodeIndex
@@ -36,6 +42,8 @@ UTILIZATION_THRESHOLD = 0.8  # yarn.scheduler.fair.preemption.cluster-utilizatio
 # the freed room in the next view: ask for a call right after (the core rounds it up to its
 # scheduling grid, like the next NodeManager heartbeat).
 FREED_DELAY_S = 1e-6
+_NO_STARTED = np.ones(1, dtype=np.bool_)  # kernel arguments when no AM limit is checked
+_NO_AM = np.zeros((1, 3))
 
 
 class FairScheduler(PolicyBase):
@@ -43,12 +51,13 @@ class FairScheduler(PolicyBase):
 
     name = "fair-scheduler"
     summary = ("YARN FairScheduler: hierarchical weighted queues (fair/drf/fifo), min/max "
-               "resources, optional fair-share preemption")
+               "resources, maxRunningApps/maxAMShare, optional fair-share preemption")
     source = ("Apache Hadoop 3.3 FairScheduler.md and scheduler/fair (ComputeFairShares, "
-              "FairSharePolicy, DominantResourceFairnessPolicy, FSLeafQueue starvation)")
+              "FairSharePolicy, DominantResourceFairnessPolicy, FSLeafQueue starvation and "
+              "canRunAppAM, MaxRunningAppsEnforcer)")
     PARAMS: ClassVar[dict[str, Param]] = {
         "allocation_file": Param("", "fair-scheduler.xml allocation file (Hadoop 3.3 format)",
-                                 str),
+                                 str, file=True),
         "queues": Param("", "inline queues 'a:1w,b:2w,eng.x:1w' (weights; instead of a file)",
                         str),
         "default_policy": Param("fair", "defaultQueueSchedulingPolicy when no file sets it",
@@ -62,6 +71,15 @@ class FairScheduler(PolicyBase):
         "mem_unit_mb": Param(1024.0, "MB per trace memory unit, for absolute 'X mb' in files",
                              float, 1e-9),
         "groups": Param("", "user groups for placement: 'hash:N' or 'user=g1|g2;...'", str),
+        "max_running_apps": Param(
+            -1, "queueMaxAppsDefault where no file sets it: running apps per queue, root "
+                "included (-1: unlimited, Hadoop's default)", int, -1),
+        "user_max_apps": Param(
+            -1, "userMaxAppsDefault where no file sets it: running apps per user (-1: "
+                "unlimited, Hadoop's default)", int, -1),
+        "max_am_share": Param(
+            0.5, "queueMaxAMShareDefault where no file sets it: fraction of a leaf's fair "
+                 "share for AMs (Hadoop 0.5; -1: no check)", float, -1.0, 1.0),
     }
     needs_running = True
     allocation_file: str
@@ -72,15 +90,27 @@ class FairScheduler(PolicyBase):
     fair_share_preemption_threshold: float
     mem_unit_mb: float
     groups: str
+    max_running_apps: int
+    user_max_apps: int
+    max_am_share: float
 
     def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
         super().setup(cluster, rng)
         where = f"policy '{self.name}'"
         timeout = self.fair_share_preemption_timeout_s
+        if -1.0 < self.max_am_share < 0.0:
+            raise UsageError(f"{where} parameter 'max_am_share': must be -1 (no check) or in "
+                             f"[0, 1], got {self.max_am_share!r}")
         qs = build(self.allocation_file, self.queues, self.default_policy, self.groups,
                    cluster.queues, where, timeout if timeout >= 0 else NEVER,
-                   self.fair_share_preemption_threshold)
+                   self.fair_share_preemption_threshold,
+                   UNLIMITED if self.max_running_apps < 0 else self.max_running_apps,
+                   self.max_am_share,
+                   UNLIMITED if self.user_max_apps < 0 else self.user_max_apps)
         self.queues_: QueueSetup = qs
+        self.limits_ = AppLimits(qs, cluster.users, increments(cluster.units,
+                                                               self.mem_unit_mb))
+        self.fair_key_: bytes = b""
         self.leaf_table_ = qs.placement.table(cluster.users, cluster.queues)
         self.index_ = NodeIndex(cluster.n_nodes)
         self.apps_ = AppNumbering()
@@ -102,20 +132,56 @@ class FairScheduler(PolicyBase):
         out = Decisions()
         if self.preemption:
             out = self._preempt(view, run_leaf, usage, demand, min_share, total)
+        pend_queue, req_job, req = tree.leaves[pend_leaf], pending.job, pending.req
+        lim, sel, check_am, may_start = self.limits_, None, False, False
+        am_used, am_limit = _NO_AM, _NO_AM
+        stamp = lim.begin(req_job, running.job) if lim.active else 0
+        if lim.count_apps:  # maxRunningApps: non-runnable applications get nothing
+            keep, am_used, may_start = lim.step_call(req_job, pend_queue, pending.user,
+                                                     running.job)
+            if keep is not None:
+                sel = np.flatnonzero(keep)
+                pend_queue, req_job, req = pend_queue[sel], req_job[sel], req[sel]
+        # with AM limits only, the tree's pass over the running containers marks live jobs
+        marks = lim.active and not lim.count_apps
         tree_ = self.apps_.tree(tree.parent, qs.kind, qs.weight, min_share, max_share, usage,
-                               demand, tree.leaves[pend_leaf], pending.job, pending.req,
-                               running.job, running.req)
-        m = len(pend_leaf)
+                               demand, pend_queue, req_job, req, running.job, running.req,
+                               lim.mark if marks else None, stamp)
+        if marks:
+            _, am_used, may_start = lim.step_call(req_job, pend_queue, pending.user,
+                                                  running.job[:0])
+        if lim.check_am and may_start:  # unallocated = cluster - root usage (root metrics)
+            check_am = True
+            am_limit = am_limits(lim.am_share, self._instant_fair(total, demand),
+                                 lim.computed, max_share, np.maximum(total - usage[0], 0.0),
+                                 lim.step)
+        started = (np.concatenate([np.ones(tree.n_queues, np.bool_),
+                                   lim.started[tree_.app_job]]) if check_am else _NO_STARTED)
+        m = len(req_job)
         out_req, out_node = np.empty(m, np.int64), np.empty(m, np.int64)
         ix = self.index_
-        c = fair_fill(np.ascontiguousarray(pending.req), tree_.node_of_req, tree_.parent,
+        c = fair_fill(np.ascontiguousarray(req), tree_.node_of_req, tree_.parent,
                       tree_.child_ptr, tree_.child_idx, tree_.kind, tree_.weight,
                       tree_.min_share, tree_.max_share, tree_.usage, tree_.demand,
                       inverse_capacity(view.nodes.cap, view.nodes.state), tree_.rank,
-                      tree.n_queues, view.nodes.cap, ix.alloc, ix.ncont, ix.up,
-                      *ix._arrays(), out_req, out_node)
-        out.place_req, out.place_node = out_req[:c], out_node[:c]
+                      tree.n_queues, started, am_used, am_limit, check_am, view.nodes.cap,
+                      ix.alloc, ix.ncont, ix.up, *ix._arrays(), out_req, out_node)
+        placed = out_req[:c]
+        if lim.active and c:
+            lim.note_started(req_job[placed], req[placed])
+        out.place_req = placed if sel is None else sel[placed]
+        out.place_node = out_node[:c]
         return out
+
+    def _instant_fair(self, total: np.ndarray, demand: np.ndarray) -> np.ndarray:
+        """Instantaneous fair shares (active: queues with pending or running work), kept
+        while the active set and the cluster are unchanged."""
+        leaf_active = demand[self.queues_.tree.leaves, :].sum(axis=1) > 0
+        key = leaf_active.tobytes() + np.asarray(total, np.float64).tobytes()
+        if key != self.fair_key_:
+            self.last_fair_ = self.fair_shares(total, self._paths().T @ leaf_active > 0)
+            self.fair_key_ = key
+        return self.last_fair_
 
     def _leaves(self, user: np.ndarray, queue: np.ndarray,
                 req: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -138,9 +204,7 @@ class FairScheduler(PolicyBase):
                  demand: np.ndarray, min_share: np.ndarray, total: np.ndarray) -> Decisions:
         qs, tree, running = self.queues_, self.queues_.tree, view.running
         assert running is not None
-        active = self._paths().T @ (demand[tree.leaves, :].sum(axis=1) > 0) > 0
-        fair = self.fair_shares(total, active)
-        self.last_fair_ = fair
+        fair = self._instant_fair(total, demand)
         claims, wake = starved_claims(view.now, tree.leaves, qs.kind, usage, demand, fair,
                                       min_share, qs.fs_threshold, qs.fs_timeout,
                                       qs.ms_timeout, self.since_)
@@ -169,4 +233,7 @@ class FairScheduler(PolicyBase):
         extra = {f"steady_fair_{r}": steady[:, k].tolist()
                  for k, r in enumerate(("cpu", "mem", "gpu"))}
         extra["scheduling_policy"] = [("fair", "drf", "fifo")[k] for k in qs.kind.tolist()]
+        extra["max_running_apps"] = [None if v >= UNLIMITED else v for v in qs.max_apps.tolist()]
+        extra["max_am_share"] = [v if leaf else None for v, leaf in
+                                 zip(qs.am_share.tolist(), qs.tree.is_leaf.tolist(), strict=True)]
         return queue_rows(qs.tree, np.asarray(total, np.float64), extra)
