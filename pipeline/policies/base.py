@@ -125,17 +125,9 @@ class PolicyBase:
         return None
 
 
-# Parameters that name a configuration file by their name alone, for policies that do not yet
-# declare them ``Param(..., file=True)`` (capacity-scheduler's ``config``, fair-scheduler's
-# ``allocation_file``).
-FILE_PARAM_NAMES = frozenset({"config", "allocation_file"})
-
-
 def file_params(cls: type[PolicyBase]) -> list[str]:
-    """Names of ``cls``'s parameters whose value is a file path (``Param.file``, or a str
-    parameter named in ``FILE_PARAM_NAMES``)."""
-    return [key for key, param in cls.PARAMS.items()
-            if param.file or (key in FILE_PARAM_NAMES and param.kind is str)]
+    """Names of ``cls``'s parameters whose value is a file path (``Param(file=True)``)."""
+    return [key for key, param in cls.PARAMS.items() if param.file]
 
 
 def resolve_params(cls: type[PolicyBase], raw: Mapping[str, Any] | None) -> dict[str, Any]:

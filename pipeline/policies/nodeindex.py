@@ -21,6 +21,10 @@ refreshed from the view's ``changed`` nodes at each call (nodes it placed on its
 match; when many changed, both structures are rebuilt in O(n log n)) and updated as a batch
 is placed.  Capacity slack (``0.5e-9`` relative) is half the
 core's, so the index never accepts what the core would refuse.
+
+An index may cover a subset of the nodes (``mask``, e.g. one node-label partition of
+the capacity-scheduler): nodes outside it are never synced, so they stay "not up" and no
+query returns them; an index without a mask does exactly what it did before.
 """
 
 from __future__ import annotations
@@ -296,7 +300,8 @@ def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, k
 class NodeIndex:
     """The policy-side mirror of node state, kept up to date from ``NodeView.changed``."""
 
-    def __init__(self, n_nodes: int, threshold: float = 1.0, busy: bool = False) -> None:
+    def __init__(self, n_nodes: int, threshold: float = 1.0, busy: bool = False,
+                 mask: np.ndarray | None = None) -> None:
         p = 1
         while p < max(n_nodes, 1):
             p *= 2
@@ -320,6 +325,7 @@ class NodeIndex:
         self.ncont = np.zeros(n_nodes, dtype=np.int32)
         self.up = np.zeros(n_nodes, dtype=np.bool_)
         self.capmax_mem = 0.0
+        self.mask = None if mask is None else np.asarray(mask, dtype=np.bool_)
 
     def _arrays(self) -> tuple:
         return (self.key, self.val, self.pri, self.left, self.right, self.parent, self.agg,
@@ -328,6 +334,8 @@ class NodeIndex:
     def refresh(self, nodes: NodeView) -> None:
         """Bring the changed nodes up to date (rebuild outright when many changed)."""
         changed = np.ascontiguousarray(nodes.changed, dtype=np.int64)
+        if self.mask is not None:  # a partition's index: its own nodes only
+            changed = changed[self.mask[changed]]
         if len(changed) == 0:
             return
         self.capmax_mem = max(self.capmax_mem, float(nodes.cap[changed, 1].max()))

@@ -43,7 +43,7 @@ class WithTable(PolicyBase):
     }
 
 
-def test_file_params_are_the_declared_and_the_known_configuration_files() -> None:
+def test_file_params_are_the_declared_configuration_files() -> None:
     assert file_params(WithTable) == ["table"]
     assert file_params(POLICIES["capacity-scheduler"]) == ["config"]
     assert file_params(POLICIES["fair-scheduler"]) == ["allocation_file"]

@@ -41,16 +41,49 @@ def kernel_inputs(p: CapacityScheduler, view: SchedView, req: np.ndarray, jobs: 
     am_used = dense_sum(alive_leaf, np.take(p.am_req_, alive, axis=0), n_leaves)
     leaf_apps = np.bincount(alive_leaf, minlength=n_leaves).astype(np.int64)
     pair_apps = np.bincount(np.take(p.job_pair_, alive), minlength=n_pairs).astype(np.int64)
-    q_guar = tree.abs_cap[:, None] * cluster[None, :]
-    q_max = tree.abs_max[:, None] * cluster[None, :]
+    q_guar, q_max = p.caps_.effective(0, cluster, p.calc_)
+    app_max, user_app_max = p.app_limits(cluster[None, :], [q_guar])
     leaf_cap, leaf_max = q_guar[tree.leaves], q_max[tree.leaves]
     am_limit = am_limits(s, leaf_max, p.minimum_, "dominant" if p.calc_ else "default")
     # pending requests that can be served now
     closed = (leaf_apps > 0) & (
-        (am_used[:, 1] + p.minimum_[1] > am_limit[:, 1] + 1e-9) | (leaf_apps >= p.app_max_))
-    sel = np.flatnonzero(_startable(p, jobs, leaf, leaf_apps, closed))
-    sel_jobs = jobs[sel]
-    app_jobs, a_order, req_idx, counts = _applications(p, sel_jobs, leaf[sel])
+        (am_used[:, 1] + p.minimum_[1] > am_limit[:, 1] + 1e-9) | (leaf_apps >= app_max))
+    sel = np.flatnonzero(startable(p, jobs, leaf_apps, app_max, closed[leaf]))
+    blocks = app_blocks(p, req, jobs, leaf, sel)
+    sorted_jobs, pend_mem = blocks[3], blocks[6]
+    # per-job memory used by running containers and pending demand (fair ordering only)
+    if s.fair.any():
+        run_job_mem = p.job_mem_[sorted_jobs]
+        p.job_mem_[run_job] = 0.0
+    else:
+        run_job_mem = np.zeros(len(sorted_jobs))
+    pair_left = np.bincount(np.take(p.job_pair_, jobs[sel]),
+                            minlength=n_pairs).astype(np.int64)
+    pair_w, leaf_active_used, leaf_active_w = active_users(p, pair_left, pair_used)
+    up = np.flatnonzero(nodes.up)
+    free = np.maximum(np.take(nodes.cap, up, axis=0) - np.take(nodes.alloc, up, axis=0),
+                      0.0).sum(axis=0)
+    return (np.ascontiguousarray(req), *blocks[:3],
+            p.job_pair_[sorted_jobs].astype(np.int64), p.started_[sorted_jobs].copy(),
+            run_job_mem, pend_mem + run_job_mem, *blocks[4:6], pair_used, pair_w, pair_left,
+            pair_apps, tree.leaves.astype(np.int64), leaf_cap, leaf_max, s.mulp, s.ulf,
+            s.fair, s.size_weight, leaf_active_used, leaf_active_w,
+            leaf_apps, app_max, user_app_max, am_used, am_limit,
+            q_used, q_guar, q_max, tree.parent.astype(np.int64), s.q_kids_lo, s.q_kids,
+            s.q_prio, s.q_use_prio, s.q_leaf, p.all_access_, False, free,
+            cluster.astype(np.float64), p.minimum_, p.calc_)
+
+
+def app_blocks(p: CapacityScheduler, req: np.ndarray, jobs: np.ndarray, leaf: np.ndarray,
+               sel: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The kernel's application blocks for the requests ``sel``.
+
+    Returns request indices grouped by application (kernel order), each application's
+    ``[lo, hi)`` range in them, the applications' jobs, each leaf's ``[lo, hi)`` range of
+    applications and each application's pending memory.
+    """
+    n_leaves = p.tree_.n_leaves
+    app_jobs, a_order, req_idx, counts = applications(p, jobs[sel], leaf[sel])
     req_idx = sel[req_idx].astype(np.int64)
     app_hi = np.cumsum(counts).astype(np.int64)
     app_lo = app_hi - counts
@@ -58,53 +91,45 @@ def kernel_inputs(p: CapacityScheduler, view: SchedView, req: np.ndarray, jobs: 
     sorted_leaf = p.job_leaf_[sorted_jobs]
     leaf_app_lo = np.searchsorted(sorted_leaf, np.arange(n_leaves)).astype(np.int64)
     leaf_app_hi = np.searchsorted(sorted_leaf, np.arange(n_leaves), side="right")
-    # per-job memory used by running containers and pending demand (fair ordering only)
-    if s.fair.any():
-        run_job_mem = p.job_mem_[sorted_jobs]
-        p.job_mem_[run_job] = 0.0
-    else:
-        run_job_mem = np.zeros(len(app_jobs))
     pend_mem = (np.add.reduceat(np.take(req[:, 1], req_idx), app_lo) if len(req_idx)
                 else np.zeros(0))
-    # users per leaf, dense: pair = leaf * n_users + user (YARN's UsersManager is per queue)
-    pair_left = np.bincount(np.take(p.job_pair_, sel_jobs), minlength=n_pairs).astype(np.int64)
+    return (req_idx, app_lo, app_hi, sorted_jobs, leaf_app_lo,
+            leaf_app_hi.astype(np.int64), pend_mem)
+
+
+def active_users(p: CapacityScheduler, pair_left: np.ndarray, pair_used: np.ndarray,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """User weights and, per leaf, the use and weight of its active users (those with a
+    request left); users are per leaf, dense: pair = leaf * n_users + user (YARN's
+    UsersManager is per queue)."""
+    n_leaves, n_users = p.tree_.n_leaves, p.weights_.shape[1]
     pair_leaf = np.repeat(np.arange(n_leaves), n_users)
     pair_w = p.weights_.ravel()
     active = pair_left > 0
     leaf_active_used = dense_sum(pair_leaf[active], pair_used[active], n_leaves)
     leaf_active_w = np.bincount(pair_leaf[active], weights=pair_w[active], minlength=n_leaves)
-    up = np.flatnonzero(nodes.up)
-    free = np.maximum(np.take(nodes.cap, up, axis=0) - np.take(nodes.alloc, up, axis=0),
-                      0.0).sum(axis=0)
-    return (np.ascontiguousarray(req), req_idx, app_lo, app_hi,
-            p.job_pair_[sorted_jobs].astype(np.int64), p.started_[sorted_jobs].copy(),
-            run_job_mem, pend_mem + run_job_mem,
-            leaf_app_lo, leaf_app_hi.astype(np.int64), pair_used, pair_w, pair_left,
-            pair_apps, tree.leaves.astype(np.int64), leaf_cap, leaf_max, s.mulp, s.ulf,
-            s.fair, s.size_weight, leaf_active_used, leaf_active_w.astype(np.float64),
-            leaf_apps, p.app_max_, p.user_app_max_, am_used, am_limit,
-            q_used, q_guar, q_max, tree.parent.astype(np.int64), s.q_kids_lo, s.q_kids,
-            s.q_prio, s.q_use_prio, s.q_leaf, free, cluster.astype(np.float64),
-            p.minimum_, p.calc_)
+    return pair_w, leaf_active_used, leaf_active_w.astype(np.float64)
 
 
-def _startable(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray,
-               leaf_apps: np.ndarray, closed: np.ndarray) -> np.ndarray:
+def startable(p: CapacityScheduler, jobs: np.ndarray, leaf_apps: np.ndarray,
+              app_max: np.ndarray, closed: np.ndarray) -> np.ndarray:
     """Per pending request: whether its application is running or may start now.
 
-    Not started applications beyond the room under maximum-applications (the first ones
-    in FIFO order are kept) or in a leaf without AM room cannot get a container in this
-    call; dropping them early keeps a long backlog from being sorted at every call.
+    ``closed`` tells, per request, whether its leaf has no AM room (in the partition the
+    application asks for) or is at its application limit.  Not started applications beyond
+    the room under maximum-applications (the first ones in FIFO order are kept) or in a
+    closed leaf cannot get a container in this call; dropping them early keeps a long
+    backlog from being sorted at every call.
     """
     started = np.take(p.started_, jobs)
-    keep = started | ~closed[leaf]
+    keep = started | ~closed
     waiting = keep & ~started
     if not waiting.any():
         return keep
     cand = np.empty(len(jobs), dtype=np.int64)
     cand = cand[:distinct(jobs, waiting, p.mark_, cand)]
     cand_leaf = p.job_leaf_[cand]
-    room = np.maximum(p.app_max_ - leaf_apps, 0)
+    room = np.maximum(app_max - leaf_apps, 0)
     if (np.bincount(cand_leaf, minlength=len(room)) <= room).all():
         return keep
     order = np.lexsort((cand, p.first_seen_[cand], -p.job_prio_[cand], cand_leaf))
@@ -114,8 +139,8 @@ def _startable(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray,
     return started | (keep & ok)
 
 
-def _applications(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray,
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def applications(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Applications in leaf order, then FIFO (priority desc, first seen, job code).
 
     Returns the unique jobs, their sorting order, the request indices grouped by

@@ -13,20 +13,27 @@ Property names and defaults follow CapacityScheduler.md (Hadoop 3.3) and
 ``yarn.resourcemanager.monitor.capacity.preemption.*`` names (normally in yarn-site.xml,
 accepted here too) and ``yarn.resourcemanager.scheduler.monitor.enable``.
 
-Not modelled (a UsageError names the property): absolute-resource capacities
-(``[memory=...]``) and node-label capacities (``accessible-node-labels.<label>.*``).
+Node labels and absolute-resource capacities (``capacity=[memory=10240,vcores=12]``) are
+read by :mod:`.labels`; the cluster's labels come from the ``node_labels`` parameter or
+the tracereplay-specific property ``tracereplay.node-labels`` (:mod:`.partitions`).
+Absolute capacities are only read from files (the inline ``queues`` form has no room for
+``[...]``).
 """
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import UsageError
+import numpy as np
+
 from pipeline.policies.capacity.formulas import DEFAULT, DOMINANT
+from pipeline.policies.capacity.labels import absolute_resource, queue_caps
+from pipeline.policies.capacity.partitions import LabelSpec, parse_node_labels
 from pipeline.policies.capacity.preemption import PreemptionSettings
+from pipeline.policies.capacity.reader import Reader, read_properties
+from pipeline.policies.capacity.resources import QueueCaps, flat_caps
 from pipeline.policies.queues import (
     PERCENT,
     WEIGHT,
@@ -40,6 +47,7 @@ from pipeline.policies.queues import (
 
 P = "yarn.scheduler.capacity."
 PRE = "yarn.resourcemanager.monitor.capacity.preemption."
+NODE_LABELS = "tracereplay.node-labels"  # tracereplay extension (see partitions.py)
 CALCULATORS = {
     "org.apache.hadoop.yarn.util.resource.DefaultResourceCalculator": DEFAULT,
     "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator": DOMINANT,
@@ -60,68 +68,34 @@ class CapacityConfig:
     max_applications: int = 10000
     max_am_percent: float = 0.1
     preemption: PreemptionSettings = field(default_factory=PreemptionSettings)
+    labels: list[LabelSpec] = field(default_factory=list)
+    caps: QueueCaps | None = None
+
+    def __post_init__(self) -> None:
+        if self.caps is None:  # DEFAULT percentages only: every label 0% (root 100%)
+            am = self.tree.leaf_prop("max_am_percent", self.max_am_percent)
+            self.caps = flat_caps(self.tree, 1 + len(self.labels),
+                                  np.array([True, *(s.exclusive for s in self.labels)]),
+                                  np.array(am, dtype=np.float64),
+                                  ("", *(s.name for s in self.labels)))
 
 
-def read_properties(path: Path) -> dict[str, str]:
-    """``name -> value`` of a Hadoop ``<configuration>`` file (UsageError if unreadable)."""
-    try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError) as exc:
-        raise UsageError(f"{path}: cannot read Hadoop configuration ({exc})") from None
-    props = {}
-    for prop in root.iter("property"):
-        name, value = prop.findtext("name"), prop.findtext("value")
-        if name is None:
-            raise UsageError(f"{path}: a <property> has no <name>")
-        props[name.strip()] = (value or "").strip()
-    return props
-
-
-class _Reader:
-    """Typed access to properties with errors naming the file and property."""
-
-    def __init__(self, props: dict[str, str], source: str) -> None:
-        self.props, self.source = props, source
-
-    def fail(self, name: str, why: str) -> UsageError:
-        return UsageError(f"{self.source}: property '{name}': {why}")
-
-    def number(self, name: str, default: float, low: float | None = None,
-               high: float | None = None) -> float:
-        if name not in self.props:
-            return default
-        try:
-            value = float(self.props[name])
-        except ValueError:
-            raise self.fail(name, f"{self.props[name]!r} is not a number") from None
-        if (low is not None and value < low) or (high is not None and value > high):
-            raise self.fail(name, f"{value:g} is outside [{low}, {high}]")
-        return value
-
-    def flag(self, name: str, default: bool) -> bool:
-        text = self.props.get(name, str(default)).lower()
-        if text not in ("true", "false"):
-            raise self.fail(name, f"{text!r} is not true or false")
-        return text == "true"
-
-    def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
-        value = self.props.get(name, default)
-        if value not in choices:
-            raise self.fail(name, f"{value!r} is not one of {', '.join(choices)}")
-        return value
-
-
-def from_xml(path: Path | str) -> CapacityConfig:
-    """Parse a ``capacity-scheduler.xml`` (see module doc for what is read)."""
+def from_xml(path: Path | str, node_labels: str = "") -> CapacityConfig:
+    """Parse a ``capacity-scheduler.xml`` (see module doc for what is read); a non-empty
+    ``node_labels`` (the policy parameter) replaces the file's ``tracereplay.node-labels``."""
     path = Path(path)
-    r = _Reader(read_properties(path), str(path))
-    for name in r.props:
-        if ".accessible-node-labels." in name and name.endswith("capacity"):
-            raise r.fail(name, "node-label capacities are not modelled by tracereplay")
+    r = Reader(read_properties(path), str(path))
     if P + "root.queues" not in r.props:
         raise r.fail(P + "root.queues", "missing (the root queue needs children)")
     configs = _queue_configs(r, "root")
+    _check_absolute(r, configs)
     tree = QueueTree(configs, source=str(path))
+    labels = (parse_node_labels(node_labels, source="capacity-scheduler parameter "
+                                                    "'node_labels'") if node_labels else
+              parse_node_labels(r.props.get(NODE_LABELS, ""),
+                                source=f"{path}: property '{NODE_LABELS}'"))
+    max_am = r.number(P + "maximum-am-resource-percent", 0.1, 0, 1)
+    caps = queue_caps(r, tree, labels, tree.leaf_prop("max_am_percent", max_am))
     mappings = parse_mappings(r.props.get(P + "queue-mappings", ""),
                               source=f"{path}: property '{P}queue-mappings'")
     QueuePlacement(tree, mappings)  # a mapping to a queue that is not a leaf fails here
@@ -133,12 +107,11 @@ def from_xml(path: Path | str) -> CapacityConfig:
         override=r.flag(P + "queue-mappings-override.enable", False),
         calculator=CALCULATORS[calc],
         max_applications=int(r.number(P + "maximum-applications", 10000, 0)),
-        max_am_percent=r.number(P + "maximum-am-resource-percent", 0.1, 0, 1),
-        preemption=_preemption(r),
+        max_am_percent=max_am, preemption=_preemption(r), labels=labels, caps=caps,
     )
 
 
-def _preemption(r: _Reader) -> PreemptionSettings:
+def _preemption(r: Reader) -> PreemptionSettings:
     return PreemptionSettings(
         enabled=r.flag("yarn.resourcemanager.scheduler.monitor.enable", False),
         observe_only=r.flag(PRE + "observe_only", False),
@@ -150,27 +123,78 @@ def _preemption(r: _Reader) -> PreemptionSettings:
     )
 
 
-def _queue_configs(r: _Reader, path: str) -> list[QueueConfig]:
+def _queue_configs(r: Reader, path: str) -> list[QueueConfig]:
     """This queue's config and its descendants' (depth first)."""
     key = f"{P}{path}."
     kids = [k.strip() for k in r.props.get(key + "queues", "").split(",") if k.strip()]
     cap_text = r.props.get(key + "capacity", "100" if path == "root" else "")
     if not cap_text:
         raise r.fail(key + "capacity", "missing")
-    if cap_text.startswith("["):
-        raise r.fail(key + "capacity", "absolute resources are not modelled by tracereplay")
-    mode = WEIGHT if cap_text.lower().endswith("w") else PERCENT
-    try:
-        capacity = float(cap_text[:-1] if mode == WEIGHT else cap_text)
-    except ValueError:
-        raise r.fail(key + "capacity", f"{cap_text!r} is not a number") from None
-    max_cap = r.number(key + "maximum-capacity", 100.0, -1, 100)
     props = _queue_props(r, key, leaf=not kids)
-    own = QueueConfig(path, capacity, mode, 100.0 if max_cap == -1 else max_cap, props)
+    if cap_text.startswith("[") and path != "root":
+        own = _absolute_config(r, key, path, props)
+    else:
+        mode = WEIGHT if cap_text.lower().endswith("w") else PERCENT
+        try:
+            capacity = float(cap_text[:-1] if mode == WEIGHT else cap_text)
+        except ValueError:
+            raise r.fail(key + "capacity", f"{cap_text!r} is not a number") from None
+        if r.props.get(key + "maximum-capacity", "").startswith("["):
+            raise r.fail(key + "maximum-capacity", "an absolute maximum needs the capacity "
+                                                   "in absolute resources too")
+        max_cap = r.number(key + "maximum-capacity", 100.0, -1, 100)
+        own = QueueConfig(path, capacity, mode, 100.0 if max_cap == -1 else max_cap, props)
     return [own] + [c for kid in kids for c in _queue_configs(r, f"{path}.{kid}")]
 
 
-def _queue_props(r: _Reader, key: str, *, leaf: bool) -> dict[str, Any]:
+def _absolute_config(r: Reader, key: str, path: str, props: dict[str, Any]) -> QueueConfig:
+    """An absolute-resource queue.  The tree gets a placeholder (a weight equal to the
+    configured memory); the effective guarantee is computed per call (resources.py)."""
+    props["abs_min"] = absolute_resource(r, key + "capacity")
+    props["abs_max"] = None
+    max_key = key + "maximum-capacity"
+    max_text = r.props.get(max_key, "").strip()
+    if max_text.startswith("["):
+        props["abs_max"] = absolute_resource(r, max_key, unset=np.nan)
+        if (props["abs_min"] > props["abs_max"]).any():
+            raise r.fail(key + "capacity", "the minimum is above the maximum-capacity")
+    elif max_text not in ("", "-1", "100", "100.0"):
+        raise r.fail(max_key, "a queue with an absolute capacity takes an absolute "
+                              "maximum-capacity ([memory=...,vcores=...])")
+    return QueueConfig(path, float(props["abs_min"][1]), WEIGHT, 100.0, props)
+
+
+def _check_absolute(r: Reader, configs: list[QueueConfig]) -> None:
+    """Absolute queues: siblings and parent/child share the mode; minimums fit the
+    parent's, maximums stay under it (per resource)."""
+    by_path = {c.path: c for c in configs}
+    kids: dict[str, list[QueueConfig]] = {}
+    for c in configs:
+        if c.parent_path is not None:
+            kids.setdefault(c.parent_path, []).append(c)
+    for parent, children in kids.items():
+        flags = {"abs_min" in c.props for c in children}
+        where = f"{P}{children[0].path}.capacity"
+        if len(flags) > 1:
+            raise r.fail(where, f"children of '{parent}' mix absolute resources and "
+                                "percentages/weights")
+        up = by_path[parent].props
+        if parent != "root" and flags != {"abs_min" in up}:
+            raise r.fail(where, f"'{parent}' and its children should use either percentage "
+                                "based capacity or absolute resources together")
+        if parent == "root" or flags != {True}:
+            continue
+        if (sum(c.props["abs_min"] for c in children) > up["abs_min"] * (1 + 1e-9)).any():
+            raise r.fail(f"{P}{parent}.capacity", "the children's minimum resources add up "
+                                                  "to more than the queue's")
+        for c in children:
+            if up["abs_max"] is not None and c.props["abs_max"] is not None and (
+                    c.props["abs_max"] > up["abs_max"] * (1 + 1e-9)).any():
+                raise r.fail(f"{P}{c.path}.maximum-capacity", f"above the maximum of "
+                                                              f"'{parent}'")
+
+
+def _queue_props(r: Reader, key: str, *, leaf: bool) -> dict[str, Any]:
     props: dict[str, Any] = {
         "user_limit_factor": r.number(key + "user-limit-factor", 1.0, -1),
         "minimum_user_limit_percent": r.number(key + "minimum-user-limit-percent", 100, 0, 100),
@@ -197,8 +221,13 @@ def _queue_props(r: _Reader, key: str, *, leaf: bool) -> dict[str, Any]:
 def from_inline(queues: str, mappings: str, *, user_limit_factor: float,
                 minimum_user_limit_percent: float, ordering: str, calculator: str,
                 max_am_percent: float, preemption: bool,
-                max_applications: int = 10000) -> CapacityConfig:
-    """The quick form: ``queues="a:50,b:50"`` with the same settings on every leaf."""
+                max_applications: int = 10000, node_labels: str = "") -> CapacityConfig:
+    """The quick form: ``queues="a:50,b:50"`` with the same settings on every leaf.
+
+    With ``node_labels`` every queue can access every label with a label capacity of 0
+    (Hadoop's defaults), so labelled nodes only serve DEFAULT requests non-exclusively;
+    label capacities need a capacity-scheduler.xml.
+    """
     base = parse_inline(queues, source="capacity-scheduler parameter 'queues'")
     configs = [QueueConfig(c.path, c.capacity, c.mode, c.max_capacity, {
         "user_limit_factor": user_limit_factor,
@@ -208,6 +237,8 @@ def from_inline(queues: str, mappings: str, *, user_limit_factor: float,
     }) for i, c in enumerate(base.configs)]
     tree = QueueTree(configs, source="capacity-scheduler parameter 'queues'")
     rules = parse_mappings(mappings, source="capacity-scheduler parameter 'mappings'")
+    labels = parse_node_labels(node_labels,
+                               source="capacity-scheduler parameter 'node_labels'")
     return CapacityConfig(tree=tree, mappings=rules, calculator=calculator,
                           max_am_percent=max_am_percent, max_applications=max_applications,
-                          preemption=PreemptionSettings(enabled=preemption))
+                          preemption=PreemptionSettings(enabled=preemption), labels=labels)

@@ -167,3 +167,22 @@ def _default(value: float | None, unit: str, table: tuple[tuple[str, float], ...
     if "normalized" in text:
         return 0.0
     return next((v for key, v in table if key in text), 0.0)
+
+
+_MB_PER_UNIT = (("mib", 1.0), ("mb", 1.0), ("gib", 1024.0), ("gb", 1024.0),
+                ("tib", 1024.0**2), ("tb", 1024.0**2))
+
+
+def mb_per_unit(units: dict[str, str], explicit: float | None) -> float | None:
+    """MB per trace memory unit, for absolute capacities given in MB (``[memory=10240]``).
+
+    An explicit value wins; otherwise it follows the manifest's memory unit (MiB/MB: 1,
+    GiB/GB: 1024, TiB/TB: 1024^2).  Normalized or unknown units have no MB equivalent:
+    ``None``, and the caller asks for ``mem_unit_mb``.
+    """
+    if explicit is not None:
+        return float(explicit)
+    text = units.get("mem", "").lower()
+    if "normalized" in text:
+        return None
+    return next((v for key, v in _MB_PER_UNIT if key in text), None)

@@ -13,6 +13,13 @@ when its first container (its AM) does not fit the AM limit or the application l
 when the container would take a queue on the path over its maximum capacity or exceed the
 cluster's free resources.  Node choice is left to the caller.
 
+With node labels the caller runs the loop once per partition and scheduling mode
+(:mod:`.passes`): vectors are then the partition's, ``q_access`` puts the queues that can
+access the partition first (``PriorityUtilizationQueueOrderingPolicy.
+compareQueueAccessToPartition``; all true for DEFAULT), and ``zero_am`` applies
+``LeafQueue.activateApplications``' other exemption: an application also starts when the
+leaf's AM use *in that partition* is zero.
+
 Vectors are ``(cpu, mem, gpu)``; ``calc`` is 0 for the default (memory-only) calculator and
 1 for the dominant one.
 """
@@ -96,8 +103,10 @@ def _fits_path(q: int, r: np.ndarray, q_used: np.ndarray, q_max: np.ndarray,
 
 @njit(cache=True)
 def _before(a: int, b: int, q_used: np.ndarray, q_guar: np.ndarray, q_prio: np.ndarray,
-            use_prio: bool, cluster: np.ndarray, calc: int) -> bool:
+            use_prio: bool, q_access: np.ndarray, cluster: np.ndarray, calc: int) -> bool:
     """Whether child queue ``a`` goes before ``b`` (PriorityUtilizationQueueOrderingPolicy)."""
+    if q_access[a] != q_access[b]:
+        return q_access[a]
     ra = ratio(q_used[a], q_guar[a], cluster, calc)
     rb = ratio(q_used[b], q_guar[b], cluster, calc)
     if use_prio and q_prio[a] != q_prio[b] and (ra < 1.0) == (rb < 1.0):
@@ -115,25 +124,27 @@ def _before(a: int, b: int, q_used: np.ndarray, q_guar: np.ndarray, q_prio: np.n
 
 @njit(cache=True)
 def _can_activate(leaf, p, r, leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
-                  am_used, am_limit, cluster, calc) -> bool:
+                  am_used, am_limit, zero_am, cluster, calc) -> bool:
     """Application limits and the AM limit (the first application of a leaf always starts:
     "skipping enforcement to allow at least one application to start", LeafQueue)."""
     if leaf_apps[leaf] >= leaf_max_apps[leaf] or pair_apps[p] >= leaf_user_max_apps[leaf]:
         return False
+    if zero_am and am_used[leaf, 0] <= 0 and am_used[leaf, 1] <= 0 and am_used[leaf, 2] <= 0:
+        return True
     return leaf_apps[leaf] == 0 or not greater(am_used[leaf] + r, am_limit[leaf], cluster,
                                                calc)
 
 
 @njit(cache=True)
-def _pick_leaf(q_alive, q_kids_lo, q_kids, q_used, q_guar, q_prio, q_use_prio, cluster,
-               calc) -> int:
+def _pick_leaf(q_alive, q_kids_lo, q_kids, q_used, q_guar, q_prio, q_use_prio, q_access,
+               cluster, calc) -> int:
     q = 0
     while q_kids_lo[q + 1] > q_kids_lo[q]:
         best = -1
         for k in range(q_kids_lo[q], q_kids_lo[q + 1]):
             c = q_kids[k]
             if q_alive[c] and (best < 0 or _before(c, best, q_used, q_guar, q_prio,
-                                                   q_use_prio[q], cluster, calc)):
+                                                   q_use_prio[q], q_access, cluster, calc)):
                 best = c
         if best < 0:
             return -1
@@ -147,7 +158,7 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
              pair_apps, leaf_q, leaf_cap, leaf_max, leaf_mulp, leaf_ulf, leaf_fair, leaf_sbw,
              leaf_active_used, leaf_active_w, leaf_apps, leaf_max_apps, leaf_user_max_apps,
              am_used, am_limit, q_used, q_guar, q_max, q_parent, q_kids_lo, q_kids, q_prio,
-             q_use_prio, q_leaf, free, cluster, minimum, calc, out):
+             q_use_prio, q_leaf, q_access, zero_am, free, cluster, minimum, calc, out):
     """Assign containers one by one; write request indices in order to ``out``; return count."""
     n_q = len(q_parent)
     q_alive = np.zeros(n_q, dtype=np.bool_)
@@ -163,7 +174,7 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
     n = 0
     while True:
         q = _pick_leaf(q_alive, q_kids_lo, q_kids, q_used, q_guar, q_prio, q_use_prio,
-                       cluster, calc)
+                       q_access, cluster, calc)
         if q < 0:
             break
         leaf = q_leaf[q]
@@ -184,7 +195,7 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
             r = req[req_idx[nxt[a]]]
             if not app_started[a] and not _can_activate(
                     leaf, p, r, leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
-                    am_used, am_limit, cluster, calc):
+                    am_used, am_limit, zero_am, cluster, calc):
                 blocked[a] = True
                 continue
             fits = True

@@ -12,9 +12,15 @@ placed in a leaf (queue mappings, the trace's queue, the default leaf), and the 
 loop of :mod:`~pipeline.policies.capacity.kernel` hands out containers one at a time in
 Hadoop's order; the chosen containers go, in that order, to the up node with the least
 memory allocated (as ``yarn-uniform``; YARN's node is the one heartbeating).  Queue, user
-and AM accounting use the normalised sizes.  Choices are documented where they are made;
-node labels, reservations, delay scheduling, absolute-resource capacities and
-auto-created queues are not modelled.
+and AM accounting use the normalised sizes.
+
+Node labels (partitions, exclusive and non-exclusive; :mod:`.partitions`, :mod:`.labels`,
+:mod:`.passes`) and absolute-resource capacities (:mod:`.resources`) are modelled; the
+nodes' labels are a tracereplay extension (``node_labels``), since traces have none.
+Without labels a scheduling point takes the single-partition path below, unchanged.
+Choices are documented where they are made; reservations, delay scheduling (locality),
+label expressions other than a single label, per-request labels and auto-created queues
+are not modelled.
 """
 
 from __future__ import annotations
@@ -24,13 +30,23 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from pipeline.errors import UsageError
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.capacity import config as cfg
 from pipeline.policies.capacity.batch import kernel_inputs
-from pipeline.policies.capacity.formulas import DEFAULT, DOMINANT, minimum_allocation
+from pipeline.policies.capacity.formulas import (
+    DEFAULT,
+    DOMINANT,
+    mb_per_unit,
+    minimum_allocation,
+)
 from pipeline.policies.capacity.kernel import allocate
-from pipeline.policies.capacity.preemption import PreemptionTimer
+from pipeline.policies.capacity.partitions import Partitions
+from pipeline.policies.capacity.passes import decide_partitioned
+from pipeline.policies.capacity.preemption import PartitionRound, PreemptionTimer
 from pipeline.policies.capacity.prepare import scan_pending, scan_running
+from pipeline.policies.capacity.report import label_columns
+from pipeline.policies.capacity.resources import QueueCaps
 from pipeline.policies.capacity.state import app_limits, leaf_settings
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.policies.queues import QueuePlacement, groups_provider
@@ -49,7 +65,7 @@ class CapacityScheduler(PolicyBase):
     needs_running = True
     PARAMS: ClassVar[dict[str, Param]] = {
         "config": Param("", "path of a capacity-scheduler.xml (overrides the inline "
-                            "queue settings)", str),
+                            "queue settings)", str, file=True),
         "queues": Param("default:100", "inline queues path:capacity[:max], e.g. a:50,b:50 "
                                        "(capacity 2w = weight)", str),
         "mappings": Param("", "queue mappings, e.g. u:%user:%primary_group,g:eng:a", str),
@@ -74,6 +90,13 @@ class CapacityScheduler(PolicyBase):
         "min_alloc_cpu": Param(None, "minimum allocation, cpu (minimum-allocation-vcores; "
                                      "default 1 for cores, none for normalized units)",
                                float, 0.0),
+        "node_labels": Param("", "tracereplay extension: cluster node labels and their "
+                                 "nodes, label[(exclusive=false)]:selector;... with "
+                                 "selectors gpu, P%, cpu>=V, mem>=V, gpu>=V (overrides "
+                                 "the config's tracereplay.node-labels)", str),
+        "mem_unit_mb": Param(None, "MB per trace memory unit for absolute capacities "
+                                   "[memory=...] (default from the trace's units)",
+                             float, 1e-9),
     }
     config: str
     queues: str
@@ -88,18 +111,20 @@ class CapacityScheduler(PolicyBase):
     preemption: bool
     min_alloc_mem: float | None
     min_alloc_cpu: float | None
+    node_labels: str
+    mem_unit_mb: float | None
 
     # -- setup ---------------------------------------------------------------------------
     def load_config(self) -> cfg.CapacityConfig:
         """The configuration from ``config`` (XML) or the inline parameters."""
         if self.config:
-            return cfg.from_xml(Path(self.config))
+            return cfg.from_xml(Path(self.config), self.node_labels)
         return cfg.from_inline(
             self.queues, self.mappings, user_limit_factor=self.user_limit_factor,
             minimum_user_limit_percent=self.minimum_user_limit_percent,
             ordering=self.ordering, calculator=self.resource_calculator,
             max_am_percent=self.max_am_resource_percent, preemption=self.preemption,
-            max_applications=self.maximum_applications)
+            max_applications=self.maximum_applications, node_labels=self.node_labels)
 
     def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
         super().setup(cluster, rng)
@@ -110,9 +135,17 @@ class CapacityScheduler(PolicyBase):
         placement = QueuePlacement(conf.tree, conf.mappings, groups, override=conf.override)
         self.leaves_ = placement.table(cluster.users, cluster.queues)
         self.settings_ = leaf_settings(conf.tree, conf.max_am_percent)
-        self.app_max_, self.user_app_max_ = app_limits(
-            self.settings_, conf.tree.abs_cap[conf.tree.leaves], conf.max_applications)
         self.calc_ = 1 if conf.calculator == DOMINANT else 0
+        self.caps_ = self._caps_in_units(conf, cluster)
+        self.app_max_, self.user_app_max_ = app_limits(
+            self.settings_, self.caps_.app_shares(None, [], self.calc_), conf.max_applications)
+        self.all_access_ = np.ones(conf.tree.n_queues, dtype=np.bool_)
+        self.parts_ = Partitions(conf.labels, cluster.n_nodes) if conf.labels else None
+        if self.parts_ is not None and cluster.kind == "elastic":
+            # The autoscaler boots the lowest free slot whatever its label: a request its
+            # partition cannot serve would have nodes bought and released forever.
+            raise UsageError(f"policy '{self.name}': node labels need a fixed cluster (the "
+                             "elastic autoscaler does not know node labels)")
         self.minimum_ = np.array([*minimum_allocation(cluster.units, self.min_alloc_cpu,
                                                       self.min_alloc_mem), 0.0])
         self.index_ = NodeIndex(cluster.n_nodes)
@@ -125,9 +158,33 @@ class CapacityScheduler(PolicyBase):
         self.job_leaf_ = np.zeros(0, dtype=np.int64)
         self.job_pair_ = np.zeros(0, dtype=np.int64)
         self.job_prio_ = np.zeros(0, dtype=np.int64)
+        self.job_part_ = np.zeros(0, dtype=np.int64)  # partition the job asks for
+        self.nx_since_ = np.zeros(0)  # missed DEFAULT since (passes.py), inf = not
         self.paths_ = conf.tree.leaf_paths_matrix().T.astype(np.float64)
         self.timer_ = PreemptionTimer(conf.tree, conf.preemption)
         self.weights_ = self._pair_weights(cluster.users)
+
+    def _caps_in_units(self, conf: cfg.CapacityConfig, cluster: ClusterInfo) -> QueueCaps:
+        """The configuration's capacities, absolute memory converted to trace units."""
+        caps = conf.caps
+        assert caps is not None
+        if not caps.any_absolute:
+            return caps
+        mb = mb_per_unit(cluster.units, self.mem_unit_mb)
+        if mb is None:
+            raise UsageError(f"policy '{self.name}': absolute capacities ([memory=...]) need "
+                             f"the MB per trace memory unit; the trace's memory unit is "
+                             f"{cluster.units.get('mem', 'unknown')!r}: set mem_unit_mb")
+        return caps.in_units(mb)
+
+    def app_limits(self, totals: np.ndarray, guars: list[np.ndarray],
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """(per-leaf, per-user) maximum applications; recomputed from the effective
+        guarantees when capacities are absolute (they follow the cluster's size)."""
+        if not self.caps_.any_absolute:
+            return self.app_max_, self.user_app_max_
+        return app_limits(self.settings_, self.caps_.app_shares(totals, guars, self.calc_),
+                          self.conf_.max_applications)
 
     def _pair_weights(self, users: tuple[str, ...]) -> np.ndarray:
         """(n_leaves, n_users) user weights (``user-settings.<user>.weight``, default 1)."""
@@ -154,6 +211,7 @@ class CapacityScheduler(PolicyBase):
         self.am_row_, self.job_leaf_ = more(self.am_row_, -1), more(self.job_leaf_, 0)
         self.job_pair_, self.job_prio_ = more(self.job_pair_, 0), more(self.job_prio_, 0)
         self.job_mem_ = more(self.job_mem_, 0.0)
+        self.job_part_, self.nx_since_ = more(self.job_part_, 0), more(self.nx_since_, np.inf)
 
     def _submit(self, pend: PendingView, jobs: np.ndarray, first: np.ndarray) -> None:
         """Place applications seen for the first time (``first``: their first request):
@@ -164,9 +222,12 @@ class CapacityScheduler(PolicyBase):
         self.job_leaf_[j] = leaf
         self.job_pair_[j] = leaf * self.weights_.shape[1] + user
         self.job_prio_[j] = pend.take("priority", first)
+        self.job_part_[j] = self.caps_.leaf_part[leaf]
 
     # -- decisions -----------------------------------------------------------------------
     def decide(self, view: SchedView) -> Decisions:
+        if self.parts_ is not None:
+            return decide_partitioned(self, view)
         self.index_.refresh(view.nodes)
         nodes, pend, run = view.nodes, view.pending, view.running
         assert run is not None
@@ -188,9 +249,12 @@ class CapacityScheduler(PolicyBase):
         job_mem = self.job_mem_ if self.settings_.fair.any() else self.job_mem_[:0]
         pair_used = scan_running(run_job, run.req, self.minimum_, self.calc_, self.first_seen_,
                                  self.job_pair_, self.weights_.size, job_mem, run_req)
+        rounds = None
+        if self.caps_.any_absolute and self.timer_.s.enabled:
+            rounds = [PartitionRound(cluster, *self.caps_.effective(0, cluster, self.calc_))]
         preempt, wake = self.timer_.step(
             view.now, run, np.take(self.job_leaf_, run_job), run_req, pend_leaf, req,
-            self.first_seen_, self.am_row_, cluster, self.calc_)
+            self.first_seen_, self.am_row_, cluster, self.calc_, rounds)
         if len(pend) == 0 or not len(up):
             self.job_mem_[run_job] = 0.0
             return Decisions(preempt=preempt, wake_at_s=wake)
@@ -228,4 +292,7 @@ class CapacityScheduler(PolicyBase):
                                            for i in range(t.n_queues)],
             "ordering_policy": [t.prop(i, "ordering") for i in range(t.n_queues)],
         }
-        return queue_rows(t, total, extra)
+        rows = queue_rows(t, total, extra)
+        rows.update(label_columns(self.caps_, np.asarray(total, dtype=np.float64),
+                                  self.calc_, self.parts_))
+        return rows

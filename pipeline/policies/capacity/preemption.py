@@ -18,9 +18,17 @@ defaults) and apache/hadoop ``monitor/capacity/`` (``ProportionalCapacityPreempt
 4. a leaf acts only when ``used > guaranteed * (1 + max_ignored_over_capacity)`` (dead
    zone) and then asks for ``toBePreempted * natural_termination_factor``.
 
+With node labels the round runs once per partition (``TempQueuePerPartition``): a queue's
+guarantee and maximum are its label capacities, its use is what runs on that partition's
+nodes (containers count in the partition of their node), its pending demand what asks for
+the partition.  In a leaf, containers that run on the partition *ignoring exclusivity*
+(DEFAULT requests on a non-exclusive label) are selected first, newest first
+(``FifoCandidatesSelector`` walks ``getIgnoreExclusivityRMContainers`` before the
+applications), then the others in the usual order.
+
 Choices: amounts are scalars in the calculator's terms (memory for the default calculator,
-dominant share of the cluster for the dominant one) rather than per-resource vectors;
-there are no node labels, reserved containers or killable containers.
+dominant share of the partition for the dominant one) rather than per-resource vectors;
+there are no reserved containers or killable containers.
 """
 
 from __future__ import annotations
@@ -80,10 +88,15 @@ def ideal_assignment(total: float, guar: np.ndarray, maxi: np.ndarray, used: np.
 
 
 def to_obtain(tree: QueueTree, cluster: float, used: np.ndarray, pending: np.ndarray,
-              s: PreemptionSettings) -> np.ndarray:
-    """Amount each queue should give back this round (0 for non-leaves), steps 1-4."""
-    guar = tree.abs_cap * cluster
-    maxi = tree.abs_max * cluster
+              s: PreemptionSettings, guar: np.ndarray | None = None,
+              maxi: np.ndarray | None = None) -> np.ndarray:
+    """Amount each queue should give back this round (0 for non-leaves), steps 1-4.
+
+    ``guar``/``maxi`` are the queues' guarantees and maxima in the same terms as
+    ``cluster`` (default: the tree's shares of ``cluster``).
+    """
+    guar = tree.abs_cap * cluster if guar is None else guar
+    maxi = tree.abs_max * cluster if maxi is None else maxi
     ideal = np.zeros(tree.n_queues)
     ideal[0] = cluster
     out = np.zeros(tree.n_queues)
@@ -98,7 +111,7 @@ def to_obtain(tree: QueueTree, cluster: float, used: np.ndarray, pending: np.nda
         scale = allowed / needed if needed > allowed else 1.0
         keep = np.maximum(ideal[kids], np.minimum(used[kids] + pending[kids], guar[kids]))
         out[kids] = np.maximum(used[kids] - keep, 0.0) * scale
-    over = used > tree.abs_cap * cluster * (1.0 + s.dead_zone) + EPS
+    over = used > guar * (1.0 + s.dead_zone) + EPS
     return np.where(tree.is_leaf & over, out * s.natural_termination, 0.0)
 
 
@@ -127,6 +140,23 @@ def select(amount: float, order: np.ndarray, size: np.ndarray, selected: np.ndar
     return np.array(chosen, dtype=np.int64)
 
 
+@dataclass
+class PartitionRound:
+    """One partition as the monitor sees it (fields ``None``: the whole cluster, no labels).
+
+    ``guar``/``maxi``: per-queue resource vectors; ``run``/``pend``: indices of the running
+    containers on the partition's nodes and of the pending requests asking for it;
+    ``ignore``: per running container, whether it was placed ignoring exclusivity.
+    """
+
+    cluster: np.ndarray
+    guar: np.ndarray | None = None
+    maxi: np.ndarray | None = None
+    run: np.ndarray | None = None
+    pend: np.ndarray | None = None
+    ignore: np.ndarray | None = None
+
+
 class PreemptionTimer:
     """Runs the monitor every ``interval_s`` and kills containers selected long enough.
 
@@ -145,16 +175,20 @@ class PreemptionTimer:
 
     def step(self, now: float, run: object, run_leaf: np.ndarray, run_req: np.ndarray,
              pend_leaf: np.ndarray, pend_req: np.ndarray, first_seen: np.ndarray,
-             am_row: np.ndarray, cluster: np.ndarray, calc: int
+             am_row: np.ndarray, cluster: np.ndarray, calc: int,
+             parts: list[PartitionRound] | None = None,
              ) -> tuple[np.ndarray, float | None]:
-        """Preempted running indices this call, and when to be woken next."""
+        """Preempted running indices this call, and when to be woken next.
+
+        ``parts`` lists the partitions (node labels); without it the cluster is one.
+        """
         empty = np.zeros(0, dtype=np.int64)
         if not self.s.enabled:
             return empty, None
         out = empty
         if now >= self.next_s - 1e-9:
             out = self._round(now, run, run_leaf, run_req, pend_leaf, pend_req, first_seen,
-                              am_row, cluster, calc)
+                              am_row, calc, parts or [PartitionRound(cluster)])
             self.next_s = (np.floor(now / self.s.interval_s + 1e-9) + 1) * self.s.interval_s
         busy = len(run_leaf) > 0 and (len(pend_leaf) > 0 or self.marked)
         wake = float(self.next_s) if busy else None
@@ -168,34 +202,68 @@ class PreemptionTimer:
         has = cluster > 0
         return (x[:, has] / cluster[has]).max(axis=1) if has.any() else np.zeros(len(x))
 
-    def _round(self, now: float, run, run_leaf, run_req, pend_leaf, pend_req,
-               first_seen, am_row, cluster, calc) -> np.ndarray:
+    def _amounts(self, part: PartitionRound, run_leaf, run_req, pend_leaf, pend_req,
+                 calc) -> tuple[np.ndarray, np.ndarray]:
+        """(amount per queue to obtain, size of every running container) in one partition."""
         n_l = self.tree.n_leaves
+        cluster = part.cluster
         total = float(cluster[1]) if calc == 0 else 1.0
-        used = self.paths @ np.bincount(run_leaf, self._scalar(run_req, cluster, calc), n_l)
-        pending = self.paths @ np.bincount(pend_leaf, self._scalar(pend_req, cluster, calc),
-                                           n_l)
-        amount = to_obtain(self.tree, total, used, pending, self.s)
-        rows = np.asarray(run.row, dtype=np.int64)
         size = self._scalar(run_req, cluster, calc)
+        if part.run is None:
+            used = self.paths @ np.bincount(run_leaf, size, n_l)
+            pending = self.paths @ np.bincount(pend_leaf, self._scalar(pend_req, cluster, calc),
+                                               n_l)
+        else:
+            used = self.paths @ np.bincount(run_leaf[part.run], size[part.run], n_l)
+            pending = self.paths @ np.bincount(
+                pend_leaf[part.pend], self._scalar(pend_req[part.pend], cluster, calc), n_l)
+        guar = maxi = None
+        if part.guar is not None and part.maxi is not None:
+            guar = self._scalar(part.guar, cluster, calc)
+            maxi = self._scalar(part.maxi, cluster, calc)
+        return to_obtain(self.tree, total, used, pending, self.s, guar, maxi), size
+
+    def _round(self, now: float, run, run_leaf, run_req, pend_leaf, pend_req,
+               first_seen, am_row, calc, parts: list[PartitionRound]) -> np.ndarray:
+        rows = np.asarray(run.row, dtype=np.int64)
         job = np.asarray(run.job, dtype=np.int64)
-        selected = np.array([r in self.marked for r in rows.tolist()], dtype=np.bool_)
+        selected = np.isin(rows, np.fromiter(self.marked, np.int64, len(self.marked)))
         is_am = am_row[job] == rows
         marked: dict[int, float] = {}
-        for pos, q in enumerate(self.tree.leaves.tolist()):
-            if amount[q] <= 0:
-                continue
-            idx = np.flatnonzero(run_leaf == pos)
-            # last application first (lowest priority, latest), newest container first
-            order = idx[np.lexsort((-rows[idx], -np.asarray(run.start_s)[idx],
-                                    -first_seen[job[idx]], np.asarray(run.priority)[idx]))]
-            for i in select(float(amount[q]), order, size, selected, is_am).tolist():
-                marked[int(rows[i])] = self.marked.get(int(rows[i]), now)
+        for part in parts:
+            amount, size = self._amounts(part, run_leaf, run_req, pend_leaf, pend_req, calc)
+            for pos, q in enumerate(self.tree.leaves.tolist()):
+                if amount[q] <= 0:
+                    continue
+                order = self._order(part, pos, run, run_leaf, rows, job, first_seen)
+                for i in select(float(amount[q]), order, size, selected, is_am).tolist():
+                    marked[int(rows[i])] = self.marked.get(int(rows[i]), now)
         self.marked = marked
         if self.s.observe_only:
             return np.zeros(0, dtype=np.int64)
-        due = [i for i, r in enumerate(rows.tolist())
-               if r in marked and now - marked[r] >= self.s.wait_before_kill_s - 1e-9]
-        for i in due:
-            del self.marked[int(rows[i])]
-        return np.array(due, dtype=np.int64)
+        keys = np.fromiter(marked, np.int64, len(marked))
+        since = np.fromiter(marked.values(), np.float64, len(marked))
+        ripe = keys[now - since >= self.s.wait_before_kill_s - 1e-9]
+        due = np.flatnonzero(np.isin(rows, ripe)).astype(np.int64)  # in running order
+        for r in rows[due].tolist():
+            del self.marked[r]
+        return due
+
+    @staticmethod
+    def _order(part: PartitionRound, pos: int, run, run_leaf, rows, job, first_seen,
+               ) -> np.ndarray:
+        """Leaf ``pos``'s containers in the partition, in the order they are given up."""
+        if part.run is None:
+            idx = np.flatnonzero(run_leaf == pos)
+        else:
+            idx = part.run[run_leaf[part.run] == pos]
+        start = np.asarray(run.start_s)
+        first: np.ndarray = idx[:0]
+        if part.ignore is not None:
+            ix = part.ignore[idx]
+            first, idx = idx[ix], idx[~ix]
+            first = first[np.lexsort((-rows[first], -start[first]))]  # newest first
+        # last application first (lowest priority, latest), newest container first
+        order = idx[np.lexsort((-rows[idx], -start[idx], -first_seen[job[idx]],
+                                np.asarray(run.priority)[idx]))]
+        return np.concatenate([first, order]) if len(first) else order

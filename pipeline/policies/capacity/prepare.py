@@ -79,6 +79,29 @@ def scan_running(job, req, minimum, calc, first_seen, job_pair, n_pairs, job_mem
 
 
 @njit(cache=True)
+def scan_running_parts(job, part, req, minimum, calc, first_seen, job_pair, n_pairs, n_parts,
+                       job_mem, out_req):
+    """As :func:`scan_running`, per partition: ``part[i]`` is the partition of container
+    ``i``'s node (usage counts where a container runs); ``out_req`` always gets the
+    normalised requests.  Returns (n_parts, n_pairs, 3)."""
+    pair_used = np.zeros((n_parts, n_pairs, 3))
+    by_job = len(job_mem) > 0
+    for i in range(len(job)):
+        j = job[i]
+        if first_seen[j] == np.inf:
+            raise ValueError("a running container's application was never seen pending")
+        p = job_pair[j]
+        x = part[i]
+        for r in range(3):
+            v = _normalized(req, i, minimum, calc, r)
+            pair_used[x, p, r] += v
+            out_req[i, r] = v
+        if by_job:
+            job_mem[j] += _normalized(req, i, minimum, calc, 1)
+    return pair_used
+
+
+@njit(cache=True)
 def alive_jobs(run_job, pend_job, started, mark, out) -> int:
     """Started applications with a container running or a request pending, each once.
 

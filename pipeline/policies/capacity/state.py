@@ -82,7 +82,11 @@ def app_limits(s: LeafSettings, abs_cap: np.ndarray, system_max: int,
 
 
 def am_limits(s: LeafSettings, leaf_max: np.ndarray, minimum: np.ndarray,
-              calculator: str) -> np.ndarray:
-    """(n_leaves, 3) AM limits from each leaf's maximum capacity (its usable resource)."""
-    return np.array([am_limit(leaf_max[i], float(s.am_percent[i]), minimum, calculator)
-                     for i in range(len(s.am_percent))]).reshape(-1, 3)
+              calculator: str, percent: np.ndarray | None = None) -> np.ndarray:
+    """(n_leaves, 3) AM limits from each leaf's usable resource: its maximum capacity in
+    DEFAULT, its guarantee in a label partition (``calculateAndGetAMResourceLimitPer
+    Partition``: "For labeled partition, consider only the absolute resources guaranteed");
+    ``percent`` overrides the leaves' maximum-am-resource-percent (per-label values)."""
+    pct = s.am_percent if percent is None else percent
+    return np.array([am_limit(leaf_max[i], float(pct[i]), minimum, calculator)
+                     for i in range(len(pct))]).reshape(-1, 3)

@@ -1,0 +1,234 @@
+"""Scheduling points with node labels: the assignment loop once per partition and mode.
+
+Hadoop allocates per node heartbeat: on a node of partition ``x`` it first runs
+``RESPECT_PARTITION_EXCLUSIVITY`` (only requests asking for ``x``, from queues that can
+access it) and, when nothing was allocated and ``x`` is non-exclusive,
+``IGNORE_PARTITION_EXCLUSIVITY`` (requests asking for DEFAULT), see
+``CapacityScheduler.allocateOrReserveNewContainers`` and ``SchedulingMode``.  tracereplay's
+batch model runs, at each scheduling point, the compiled loop of :mod:`.kernel` over
+
+1. DEFAULT, then each label, in RESPECT mode: the partition's requests, queue guarantees,
+   maxima, user limits and AM limits of that partition, usage of containers running on
+   its nodes, its free resources; chosen containers go to the partition's least
+   allocated up node;
+2. each non-exclusive label in IGNORE mode: DEFAULT requests still unplaced, of
+   applications already running (AM containers are never placed this way: "AM container
+   allocation doesn't support non-exclusive allocation"), with every queue's limit on the
+   label set to the whole partition and the user-limit cap to the partition's resource
+   (``AbstractCSQueue.getCurrentLimitResource``, ``UsersManager``); queues that can access
+   the label are offered first.
+
+Delay before non-exclusive use (choice): Hadoop lets a DEFAULT request onto a
+non-exclusive node only after the application missed ``numClusterNodes`` scheduling
+opportunities (``missedNonPartitionedRequestSchedulingOpportunity``, reset when it is
+allocated on DEFAULT), so DEFAULT nodes are tried first.  Here an application becomes
+eligible once it was left with DEFAULT requests after the DEFAULT pass of an *earlier*
+scheduling point (one full round over the DEFAULT nodes standing in for
+``numClusterNodes`` missed heartbeats), and stops being eligible when it gets a container
+on a DEFAULT node; when applications become eligible while a non-exclusive partition has
+room, the policy asks to be woken at the next instant.  Passes see the placements of the
+passes before them (usage, free resources, started applications).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pipeline.policies.capacity.batch import active_users, app_blocks, startable
+from pipeline.policies.capacity.kernel import allocate
+from pipeline.policies.capacity.preemption import PartitionRound
+from pipeline.policies.capacity.prepare import alive_jobs, scan_pending, scan_running_parts
+from pipeline.policies.capacity.state import am_limits, dense_sum
+from pipeline.sim.interface import Decisions, SchedView
+
+if TYPE_CHECKING:
+    from pipeline.policies.capacity.policy import CapacityScheduler
+
+
+class _Call:
+    """One scheduling point's state across passes; updated with what each pass placed."""
+
+    def __init__(self, p: CapacityScheduler, view: SchedView, req: np.ndarray,
+                 jobs: np.ndarray, pair_used: np.ndarray, run_job: np.ndarray,
+                 totals: np.ndarray, free: np.ndarray,
+                 eff: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        self.p, self.view, self.req, self.jobs = p, view, req, jobs
+        self.pair_used, self.totals, self.free, self.eff = pair_used, totals, free, eff
+        n_p, n_l, n_users = p.caps_.n_parts, p.tree_.n_leaves, p.weights_.shape[1]
+        self.leaf = np.take(p.job_leaf_, jobs)
+        self.part = np.take(p.job_part_, jobs)
+        self.q_used = np.stack([p.paths_ @ pair_used[x].reshape(n_l, n_users, 3).sum(axis=1)
+                                for x in range(n_p)])
+        alive = np.empty(len(run_job) + len(jobs), dtype=np.int64)
+        alive = alive[:alive_jobs(run_job, jobs, p.started_, p.mark_, alive)]
+        a_leaf, a_part = p.job_leaf_[alive], p.job_part_[alive]
+        self.am_used = dense_sum(a_part * n_l + a_leaf, p.am_req_[alive],
+                                 n_p * n_l).reshape(n_p, n_l, 3)
+        self.leaf_apps = np.bincount(a_leaf, minlength=n_l).astype(np.int64)
+        self.pair_apps = np.bincount(p.job_pair_[alive], minlength=n_l * n_users
+                                     ).astype(np.int64)
+        self.app_max, self.user_app_max = p.app_limits(totals, [e[0] for e in eff])
+        self.sel = np.flatnonzero(startable(p, jobs, self.leaf_apps, self.app_max,
+                                            self._closed()[self.part, self.leaf]))
+        self.pair_left = np.bincount(p.job_pair_[jobs[self.sel]],
+                                     minlength=n_l * n_users).astype(np.int64)
+        self.placed = np.zeros(len(jobs), dtype=bool)
+        self.out_req: list[np.ndarray] = []
+        self.out_node: list[np.ndarray] = []
+
+    def _closed(self) -> np.ndarray:
+        """(P, n_leaves): leaves where no application asking for the partition can start
+        now: its AM limit there is reached (unless its AM use there is zero, Hadoop's
+        exemption) or the leaf is at maximum-applications.  Sets ``am_limit``: from the
+        maximum capacity in DEFAULT, from the guarantee in a label."""
+        p, t = self.p, self.p.tree_
+        calc = "dominant" if p.calc_ else "default"
+        self.am_limit = np.stack([
+            am_limits(p.settings_, (g if x else m)[t.leaves], p.minimum_, calc,
+                      p.caps_.am_percent[x] if x else None)
+            for x, (g, m) in enumerate(self.eff)])
+        am_busy = self.am_used.any(axis=2)
+        am_full = self.am_used[:, :, 1] + p.minimum_[1] > self.am_limit[:, :, 1] + 1e-9
+        return (self.leaf_apps > 0)[None, :] & (
+            (am_busy & am_full) | (self.leaf_apps >= self.app_max)[None, :])
+
+    def run(self, x: int, idx: np.ndarray, ignore: bool) -> None:
+        """One pass of the kernel over requests ``idx`` in partition ``x``; place, apply."""
+        if not len(idx) or not self.totals[x].any():
+            return
+        if (np.take(self.req, idx, axis=0).min(axis=0) > self.free[x] + 1e-9).any():
+            return  # not even the smallest request fits: the kernel would block them all
+        p, t, s = self.p, self.p.tree_, self.p.settings_
+        req_idx, app_lo, app_hi, sjobs, lo, hi, pend_mem = app_blocks(p, self.req, self.jobs,
+                                                                      self.leaf, idx)
+        guar, maxi = self.eff[x]
+        if ignore:  # the queue limit and the user-limit cap are the whole partition
+            maxi = np.tile(self.totals[x], (t.n_queues, 1))
+        pair_used, pair_left = self.pair_used[x].copy(), self.pair_left.copy()
+        pair_w, active_used, active_w = active_users(p, pair_left, pair_used)
+        app_mem = p.job_mem_[sjobs] if s.fair.any() else np.zeros(len(sjobs))
+        out = np.empty(len(self.req), dtype=np.int64)
+        n = allocate(self.req, req_idx, app_lo, app_hi, p.job_pair_[sjobs].astype(np.int64),
+                     p.started_[sjobs].copy(), app_mem.copy(), pend_mem + app_mem, lo, hi,
+                     pair_used, pair_w, pair_left, self.pair_apps.copy(),
+                     t.leaves.astype(np.int64), guar[t.leaves], maxi[t.leaves], s.mulp,
+                     np.full(t.n_leaves, -1.0) if ignore else s.ulf, s.fair, s.size_weight,
+                     active_used, active_w, self.leaf_apps.copy(), self.app_max,
+                     self.user_app_max, self.am_used[x].copy(), self.am_limit[x],
+                     self.q_used[x].copy(), guar, maxi, t.parent.astype(np.int64),
+                     s.q_kids_lo, s.q_kids, s.q_prio, s.q_use_prio, s.q_leaf,
+                     p.caps_.access[x], True, self.free[x].copy(), self.totals[x],
+                     p.minimum_, p.calc_, out)
+        order = out[:n]
+        pend = self.view.pending
+        fit = np.maximum(np.take(self.req, order, axis=0), np.take(pend.req, order, axis=0))
+        placed, node = p.parts_.index[x].place(self.view.nodes, fit, None, packing=False)
+        self._apply(x, order[placed], node, fit[placed])
+
+    def _apply(self, x: int, chosen: np.ndarray, node: np.ndarray, held: np.ndarray) -> None:
+        """Account the containers placed in partition ``x`` for the passes after (``held``:
+        what their nodes now hold, the raw request when it exceeds the normalised one)."""
+        if not len(chosen):
+            return
+        p = self.p
+        r = np.take(self.req, chosen, axis=0)
+        j = self.jobs[chosen]
+        pair, leaf = p.job_pair_[j], p.job_leaf_[j]
+        np.add.at(self.pair_used[x], pair, r)
+        self.q_used[x] += p.paths_ @ dense_sum(leaf, r, p.tree_.n_leaves)
+        self.free[x] -= held.sum(axis=0)
+        np.subtract.at(self.pair_left, pair, 1)
+        self.placed[chosen] = True
+        uniq, first = np.unique(j, return_index=True)
+        new = ~p.started_[uniq]
+        if new.any():  # their first container is the AM (RESPECT passes only)
+            k = first[new]
+            np.add.at(self.am_used[x], leaf[k], r[k])
+            np.add.at(self.leaf_apps, leaf[k], 1)
+            np.add.at(self.pair_apps, pair[k], 1)
+        p._mark_started(j, r, self.view.pending.take("row", chosen))
+        if p.settings_.fair.any():
+            np.add.at(p.job_mem_, j, r[:, 1])
+        if x == 0:
+            p.nx_since_[j] = np.inf  # allocated on DEFAULT: the missed count restarts
+        self.out_req.append(chosen)
+        self.out_node.append(node)
+
+    def missed_default(self, now: float) -> bool:
+        """Mark running applications left with DEFAULT requests after the DEFAULT pass;
+        whether any became eligible for non-exclusive partitions just now."""
+        p = self.p
+        left = self.sel[(self.part[self.sel] == 0) & ~self.placed[self.sel]]
+        js = np.unique(self.jobs[left])
+        js = js[p.started_[js] & (p.nx_since_[js] == np.inf)]
+        p.nx_since_[js] = now
+        return bool(len(js))
+
+
+def decide_partitioned(p: CapacityScheduler, view: SchedView) -> Decisions:
+    """The capacity-scheduler's decisions at one scheduling point with node labels."""
+    parts, caps = p.parts_, p.caps_
+    assert parts is not None and view.running is not None
+    parts.refresh(view.nodes, p.rng_)
+    nodes, pend, run = view.nodes, view.pending, view.running
+    totals, free = parts.totals(nodes)
+    up = np.flatnonzero(nodes.up)
+    largest = np.take(nodes.cap, up, axis=0).max(axis=0) if len(up) else np.full(3, np.inf)
+    jobs = np.asarray(pend.job, dtype=np.int64)
+    run_job = np.asarray(run.job, dtype=np.int64)
+    p._grow(jobs, run_job)
+    req = np.empty((len(jobs), 3))
+    first = np.empty(len(jobs), dtype=np.int64)
+    n_first = scan_pending(jobs, pend.req, p.minimum_, p.calc_, largest, p.first_seen_,
+                           view.now, req, first)
+    if n_first:
+        p._submit(pend, jobs, first[:n_first])
+    run_part = np.take(parts.node_part, np.asarray(run.node, dtype=np.int64))
+    run_req = np.empty((len(run_job), 3))
+    job_mem = p.job_mem_ if p.settings_.fair.any() else p.job_mem_[:0]
+    pair_used = scan_running_parts(run_job, run_part, run.req, p.minimum_, p.calc_,
+                                   p.first_seen_, p.job_pair_, p.weights_.size, caps.n_parts,
+                                   job_mem, run_req)
+    eff = [caps.effective(x, totals[x], p.calc_) for x in range(caps.n_parts)]
+    preempt, wake = p.timer_.step(
+        view.now, run, np.take(p.job_leaf_, run_job), run_req, np.take(p.job_leaf_, jobs),
+        req, p.first_seen_, p.am_row_, totals.sum(axis=0), p.calc_,
+        _rounds(p, jobs, run_job, run_part, totals, eff))
+    if len(pend) == 0 or not len(up):
+        p.job_mem_[run_job] = 0.0
+        return Decisions(preempt=preempt, wake_at_s=wake)
+    call = _Call(p, view, req, jobs, pair_used, run_job, totals, free, eff)
+    newly = False
+    for x in range(caps.n_parts):
+        call.run(x, call.sel[call.part[call.sel] == x], ignore=False)
+        if x == 0:
+            newly = call.missed_default(view.now)
+    for x in np.flatnonzero(~caps.exclusive).tolist():
+        s = call.sel
+        ok = (call.part[s] == 0) & ~call.placed[s] & p.started_[jobs[s]] & (
+            p.nx_since_[jobs[s]] < view.now)
+        call.run(x, s[ok], ignore=True)
+    p.job_mem_[run_job] = 0.0
+    p.job_mem_[jobs[call.placed]] = 0.0
+    if newly and (call.free[~caps.exclusive, 1] > 1e-9).any():
+        wake = float(np.nextafter(view.now, np.inf))  # eligible now: try them next instant
+    if not call.out_req:
+        return Decisions(preempt=preempt, wake_at_s=wake)
+    return Decisions(place_req=np.concatenate(call.out_req),
+                     place_node=np.concatenate(call.out_node), preempt=preempt,
+                     wake_at_s=wake)
+
+
+def _rounds(p: CapacityScheduler, jobs: np.ndarray, run_job: np.ndarray,
+            run_part: np.ndarray, totals: np.ndarray,
+            eff: list[tuple[np.ndarray, np.ndarray]]) -> list[PartitionRound]:
+    """The preemption monitor's view of each partition with resources."""
+    if not p.timer_.s.enabled:
+        return []
+    pend_part = np.take(p.job_part_, jobs)
+    ignore = (run_part > 0) & (np.take(p.job_part_, run_job) == 0)
+    return [PartitionRound(totals[x], eff[x][0], eff[x][1], np.flatnonzero(run_part == x),
+                           np.flatnonzero(pend_part == x), ignore)
+            for x in range(len(totals)) if totals[x].any()]
