@@ -20,11 +20,9 @@ from pipeline.errors import UsageError
 from pipeline.policies.capacity.partitions import assign_nodes, parse_node_labels
 from pipeline.replay import replay
 from tests.policies.test_conformance import (
-    _check_busy_le_provisioned,
-    _check_capacity,
-    _check_inside_intervals,
-    _check_tasks,
     _write,
+    assert_same_tables,
+    check_run,
     small_trace,
 )
 
@@ -320,13 +318,5 @@ def test_labelled_replays_keep_the_conformance_invariants(
     params = {"node_labels": labels, "preemption": preemption}
     runs = [replay(trace, POLICY, params, 7, root / name, sched_interval_s=case["interval"],
                    horizon_s=case["horizon"]).run for name in ("a", "b")]
-    end_s = runs[0]["summary"]["end_s"]
-    tr = pl.read_parquet(root / "a" / "task_runs.parquet")
-    nodes = pl.read_parquet(root / "a" / "node_intervals.parquet")
-    _check_tasks(tr, case)
-    _check_capacity(tr, nodes, end_s)
-    _check_inside_intervals(tr, nodes, end_s)
-    _check_busy_le_provisioned(tr, nodes, end_s)
-    for table in ("task_runs", "node_intervals", "metrics"):
-        assert (root / "a" / f"{table}.parquet").read_bytes() == \
-            (root / "b" / f"{table}.parquet").read_bytes(), table
+    check_run(case, root / "a", runs[0]["summary"]["end_s"])
+    assert_same_tables(root / "a", root / "b")

@@ -160,6 +160,24 @@ def _check_tasks(tr: pl.DataFrame, case: dict) -> None:
             assert r["end_s"] > r["start_s"]
 
 
+def check_run(case: dict, run_dir: Path, end_s: float) -> pl.DataFrame:
+    """The shared invariants on one run directory of ``case``; returns its task_runs."""
+    tr = pl.read_parquet(run_dir / "task_runs.parquet")
+    nodes = pl.read_parquet(run_dir / "node_intervals.parquet")
+    _check_tasks(tr, case)
+    _check_capacity(tr, nodes, end_s)
+    _check_inside_intervals(tr, nodes, end_s)
+    _check_busy_le_provisioned(tr, nodes, end_s)
+    return tr
+
+
+def assert_same_tables(a: Path, b: Path) -> None:
+    """Two run directories hold byte-identical output tables (determinism)."""
+    for table in ("task_runs", "node_intervals", "metrics"):
+        assert (a / f"{table}.parquet").read_bytes() == (b / f"{table}.parquet").read_bytes(), \
+            table
+
+
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=20, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -169,16 +187,8 @@ def test_replay_invariants(name: str, case: dict, tmp_path_factory: pytest.TempP
     root = tmp_path_factory.mktemp("case")
     trace = _write(case, root / "trace")
     run = _run(case, trace, root / "a", name)
-    end_s = run["summary"]["end_s"]
-    tr = pl.read_parquet(root / "a" / "task_runs.parquet")
-    nodes = pl.read_parquet(root / "a" / "node_intervals.parquet")
-    _check_tasks(tr, case)
-    _check_capacity(tr, nodes, end_s)
-    _check_inside_intervals(tr, nodes, end_s)
-    _check_busy_le_provisioned(tr, nodes, end_s)
+    check_run(case, root / "a", run["summary"]["end_s"])
     _run(case, trace, root / "b", name)
-    for table in ("task_runs", "node_intervals", "metrics"):
-        a = (root / "a" / f"{table}.parquet").read_bytes()
-        assert a == (root / "b" / f"{table}.parquet").read_bytes(), table
+    assert_same_tables(root / "a", root / "b")
     metrics = pl.read_parquet(root / "a" / "metrics.parquet")
     assert not np.any(metrics["value"].drop_nulls().is_nan().to_numpy())

@@ -277,11 +277,7 @@ def test_running_apps_never_exceed_the_limits(tmp_path: Path) -> None:
         result = replay(trace, "fair-scheduler", params, 7, root / "a",
                         sched_interval_s=case["interval"], horizon_s=case["horizon"])
         end_s = result.run["summary"]["end_s"]
-        tr = pl.read_parquet(root / "a" / "task_runs.parquet")
-        nodes = pl.read_parquet(root / "a" / "node_intervals.parquet")
-        conf._check_tasks(tr, case)
-        conf._check_capacity(tr, nodes, end_s)
-        conf._check_inside_intervals(tr, nodes, end_s)
+        tr = conf.check_run(case, root / "a", end_s)
         assert _concurrent(tr, "queue", end_s).get("root.A", 0) <= 1
         assert max(_concurrent(tr.with_columns(pl.lit("all").alias("all")), "all",
                                end_s).values(), default=0) <= 2
