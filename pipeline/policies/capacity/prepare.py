@@ -101,22 +101,27 @@ def scan_running_parts(job, part, req, minimum, calc, first_seen, job_pair, n_pa
     return pair_used
 
 
+@njit(cache=True, inline="always")
+def _collect(values, keep, mark, out, n) -> int:
+    """Append to ``out[n:]`` the entries ``values[i]`` with ``keep[i]`` not yet marked."""
+    for i in range(len(values)):
+        v = values[i]
+        if keep[i] and not mark[v]:
+            mark[v] = True
+            out[n] = v
+            n += 1
+    return n
+
+
 @njit(cache=True)
 def alive_jobs(run_job, pend_job, started, mark, out) -> int:
     """Started applications with a container running or a request pending, each once.
 
     ``mark`` is a scratch flag per job code, all False on entry and on return.
     """
-    n = 0
-    for arr in (run_job, pend_job):
-        for i in range(len(arr)):
-            j = arr[i]
-            if started[j] and not mark[j]:
-                mark[j] = True
-                out[n] = j
-                n += 1
-    for k in range(n):
-        mark[out[k]] = False
+    n = _collect(run_job, started[run_job], mark, out, 0)
+    n = _collect(pend_job, started[pend_job], mark, out, n)
+    mark[out[:n]] = False
     return n
 
 
@@ -124,15 +129,8 @@ def alive_jobs(run_job, pend_job, started, mark, out) -> int:
 def distinct(values, mask, mark, out) -> int:
     """Entries of ``values`` where ``mask`` holds, each once, in first-seen order, to ``out``
     (``mark``: scratch flags indexed by value, all False on entry and on return)."""
-    n = 0
-    for i in range(len(values)):
-        v = values[i]
-        if mask[i] and not mark[v]:
-            mark[v] = True
-            out[n] = v
-            n += 1
-    for k in range(n):
-        mark[out[k]] = False
+    n = _collect(values, mask, mark, out, 0)
+    mark[out[:n]] = False
     return n
 
 
