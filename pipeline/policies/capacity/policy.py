@@ -252,11 +252,13 @@ class CapacityScheduler(PolicyBase):
         rounds = None
         if self.caps_.any_absolute and self.timer_.s.enabled:
             rounds = [PartitionRound(cluster, *self.caps_.effective(0, cluster, self.calc_))]
+        run_leaf = np.take(self.job_leaf_, run_job) if len(run_req) else run_job[:0]
         preempt, wake = self.timer_.step(
-            view.now, run, np.take(self.job_leaf_, run_job), run_req, pend_leaf, req,
+            view.now, run, run_leaf, run_req, pend_leaf, req,
             self.first_seen_, self.am_row_, cluster, self.calc_, rounds)
         if len(pend) == 0 or not len(up):
-            self.job_mem_[run_job] = 0.0
+            if len(job_mem):
+                job_mem[run_job] = 0.0
             return Decisions(preempt=preempt, wake_at_s=wake)
         args = kernel_inputs(self, view, req, jobs, pend_leaf, pair_used, run_job, cluster)
         out = np.empty(len(req), dtype=np.int64)
