@@ -15,21 +15,20 @@ import numpy as np
 
 from pipeline.policies.capacity.prepare import alive_jobs, distinct, member
 from pipeline.policies.capacity.state import am_limits, dense_sum
-from pipeline.sim.interface import SchedView
 
 if TYPE_CHECKING:
     from pipeline.policies.capacity.policy import CapacityScheduler
 
 
-def kernel_inputs(p: CapacityScheduler, view: SchedView, req: np.ndarray, jobs: np.ndarray,
+def kernel_inputs(p: CapacityScheduler, req: np.ndarray, jobs: np.ndarray,
                   leaf: np.ndarray, pair_used: np.ndarray, run_job: np.ndarray,
-                  cluster: np.ndarray) -> tuple:
+                  cluster: np.ndarray, free: np.ndarray) -> tuple:
     """Arguments of :func:`~pipeline.policies.capacity.kernel.allocate` (without ``out``).
 
     ``req`` are the normalised pending requests, ``jobs``/``leaf`` their applications and
-    leaves, ``pair_used`` the normalised use per (leaf, user) pair (prepare.scan_running).
+    leaves, ``pair_used`` the normalised use per (leaf, user) pair (prepare.scan_running),
+    ``cluster`` and ``free`` the up nodes' total and free resources (state.up_resources).
     """
-    nodes = view.nodes
     tree, s = p.tree_, p.settings_
     n_leaves, n_users = tree.n_leaves, p.weights_.shape[1]
     n_pairs = n_leaves * n_users
@@ -60,9 +59,6 @@ def kernel_inputs(p: CapacityScheduler, view: SchedView, req: np.ndarray, jobs: 
     pair_left = np.bincount(np.take(p.job_pair_, jobs[sel]),
                             minlength=n_pairs).astype(np.int64)
     pair_w, leaf_active_used, leaf_active_w = active_users(p, pair_left, pair_used)
-    up = np.flatnonzero(nodes.up)
-    free = np.maximum(np.take(nodes.cap, up, axis=0) - np.take(nodes.alloc, up, axis=0),
-                      0.0).sum(axis=0)
     return (np.ascontiguousarray(req), *blocks[:3],
             p.job_pair_[sorted_jobs].astype(np.int64), p.started_[sorted_jobs].copy(),
             run_job_mem, pend_mem + run_job_mem, *blocks[4:6], pair_used, pair_w, pair_left,

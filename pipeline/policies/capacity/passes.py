@@ -40,7 +40,7 @@ from pipeline.policies.capacity.batch import active_users, app_blocks, startable
 from pipeline.policies.capacity.kernel import allocate
 from pipeline.policies.capacity.preemption import PartitionRound
 from pipeline.policies.capacity.prepare import alive_jobs, scan_pending, scan_running_parts
-from pipeline.policies.capacity.state import am_limits, dense_sum
+from pipeline.policies.capacity.state import am_limits, dense_sum, up_resources
 from pipeline.sim.interface import Decisions, SchedView
 
 if TYPE_CHECKING:
@@ -174,8 +174,7 @@ def decide_partitioned(p: CapacityScheduler, view: SchedView) -> Decisions:
     parts.refresh(view.nodes, p.rng_)
     nodes, pend, run = view.nodes, view.pending, view.running
     totals, free = parts.totals(nodes)
-    up = np.flatnonzero(nodes.up)
-    largest = np.take(nodes.cap, up, axis=0).max(axis=0) if len(up) else np.full(3, np.inf)
+    largest = up_resources(nodes)[1]
     jobs = np.asarray(pend.job, dtype=np.int64)
     run_job = np.asarray(run.job, dtype=np.int64)
     p._grow(jobs, run_job)
@@ -196,7 +195,7 @@ def decide_partitioned(p: CapacityScheduler, view: SchedView) -> Decisions:
         view.now, run, np.take(p.job_leaf_, run_job), run_req, np.take(p.job_leaf_, jobs),
         req, p.first_seen_, p.am_row_, totals.sum(axis=0), p.calc_,
         _rounds(p, jobs, run_job, run_part, totals, eff))
-    if len(pend) == 0 or not len(up):
+    if len(pend) == 0 or not nodes.up.any():
         p.job_mem_[run_job] = 0.0
         return Decisions(preempt=preempt, wake_at_s=wake)
     call = _Call(p, view, req, jobs, pair_used, run_job, totals, free, eff)

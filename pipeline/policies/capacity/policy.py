@@ -47,7 +47,7 @@ from pipeline.policies.capacity.preemption import PartitionRound, PreemptionTime
 from pipeline.policies.capacity.prepare import scan_pending, scan_running
 from pipeline.policies.capacity.report import label_columns
 from pipeline.policies.capacity.resources import QueueCaps
-from pipeline.policies.capacity.state import app_limits, leaf_settings
+from pipeline.policies.capacity.state import app_limits, leaf_settings, up_resources
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.policies.queues import QueuePlacement, groups_provider
 from pipeline.policies.queues.report import queue_rows
@@ -231,10 +231,7 @@ class CapacityScheduler(PolicyBase):
         self.index_.refresh(view.nodes)
         nodes, pend, run = view.nodes, view.pending, view.running
         assert run is not None
-        up = np.flatnonzero(nodes.up)
-        caps = np.take(nodes.cap, up, axis=0)
-        cluster = caps.sum(axis=0) if len(up) else np.zeros(3)
-        largest = caps.max(axis=0) if len(up) else np.full(3, np.inf)
+        cluster, largest, free = up_resources(nodes)
         jobs = np.asarray(pend.job, dtype=np.int64)
         run_job = np.asarray(run.job, dtype=np.int64)
         self._grow(jobs, run_job)
@@ -256,11 +253,12 @@ class CapacityScheduler(PolicyBase):
         preempt, wake = self.timer_.step(
             view.now, run, run_leaf, run_req, pend_leaf, req,
             self.first_seen_, self.am_row_, cluster, self.calc_, rounds)
-        if len(pend) == 0 or not len(up):
+        if len(pend) == 0 or not nodes.up.any():
             if len(job_mem):
                 job_mem[run_job] = 0.0
             return Decisions(preempt=preempt, wake_at_s=wake)
-        args = kernel_inputs(self, view, req, jobs, pend_leaf, pair_used, run_job, cluster)
+        args = kernel_inputs(self, req, jobs, pend_leaf, pair_used, run_job, cluster,
+                             free)
         out = np.empty(len(req), dtype=np.int64)
         order = out[:allocate(*args, out)]
         # the node must hold the raw request too (it can exceed a capped normalised one)

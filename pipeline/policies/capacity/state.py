@@ -15,6 +15,17 @@ import numpy as np
 
 from pipeline.policies.capacity.formulas import am_limit, max_applications
 from pipeline.policies.queues.tree import QueueTree
+from pipeline.sim.interface import NodeView
+
+
+def up_resources(nodes: NodeView) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(cluster total, largest node, free room) over the up nodes, one gather per call."""
+    up = np.flatnonzero(nodes.up)
+    if not len(up):
+        return np.zeros(3), np.full(3, np.inf), np.zeros(3)
+    caps = np.take(nodes.cap, up, axis=0)
+    free = np.maximum(caps - np.take(nodes.alloc, up, axis=0), 0.0).sum(axis=0)
+    return caps.sum(axis=0), caps.max(axis=0), free
 
 
 def dense_sum(keys: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
