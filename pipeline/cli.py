@@ -157,9 +157,18 @@ def replay(
     cluster: Annotated[str, typer.Option(help="fixed (the trace's machines) or elastic.")
                        ] = "fixed",
     horizon_s: Annotated[float | None, typer.Option(
-        help="Stop at this simulated time (tasks still open end 'unfinished').")] = None,
+        help="Stop at this time instead of the trace window's end (tasks still open end "
+             "'unfinished').")] = None,
+    drain: Annotated[bool, typer.Option(
+        "--drain", help="Run on past the window's end until every task ends, and measure "
+                        "the whole run (censored tasks still stop at the window's end).")
+                     ] = False,
 ) -> None:
-    """Replay one canonical trace through one policy into a run directory."""
+    """Replay one canonical trace through one policy into a run directory.
+
+    Cost and utilization are measured over the trace's observation window (its manifest's
+    window_start_s..window_end_s); work not done by its end is reported as backlog.
+    """
     from pipeline.replay.options import CLUSTER_PARAMS
     from pipeline.replay.stage import replay as run_replay
 
@@ -167,7 +176,7 @@ def replay(
     cluster_options = {k: v for k, v in settings.items() if k in CLUSTER_PARAMS}
     params = {k: v for k, v in settings.items() if k not in CLUSTER_PARAMS}
     result = run_replay(trace, policy, params, seed, out, cluster=cluster,
-                        cluster_options=cluster_options, horizon_s=horizon_s)
+                        cluster_options=cluster_options, horizon_s=horizon_s, drain=drain)
     typer.echo(json.dumps({"run_id": result.run_id, "out": str(result.out_dir),
                            "metrics": result.metrics}))
 
@@ -221,34 +230,57 @@ def sweep(
     workers: Annotated[int | None, typer.Option(help="Local cluster worker processes.")
                        ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress")] = True,
+    trace: Annotated[str | None, typer.Option(
+        help="Run only this trace of sweep.traces (dvc.yaml runs one stage per trace).")
+                     ] = None,
+    prune: Annotated[bool, typer.Option(
+        "--prune", help="Also remove run directories under runs_dir that this sweep does not "
+                        "hold and did not make (another grid's, copied in by hand).")] = False,
 ) -> None:
-    """Replay traces x policies x parameter grid x seeds in parallel, skipping finished runs."""
+    """Replay traces x policies x parameter grid x seeds in parallel, skipping finished runs.
+
+    Runs this params file made before and its grid no longer holds are removed (and listed);
+    other runs under runs_dir are kept unless --prune.
+    """
     from pipeline.sweep import sweep as run_sweep
 
-    typer.echo(json.dumps(run_sweep(params, scheduler, workers, progress)))
+    typer.echo(json.dumps(run_sweep(params, scheduler, workers, progress, trace, prune)))
 
 
 @app.command()
 @user_errors
 def load(
-    runs: Annotated[list[Path], typer.Argument(help=(
-        "Run directories, directories holding run directories, or a sweep index.json."))],
-    db: Annotated[Path, typer.Option(help="DuckDB warehouse file.")],
+    runs: Annotated[list[Path] | None, typer.Argument(help=(
+        "Run directories, directories holding run directories, or a sweep index.json."))
+                    ] = None,
+    db: Annotated[Path, typer.Option(help="DuckDB warehouse file.")] = Path(
+        "data/warehouse.duckdb"),
     baseline: Annotated[str | None, typer.Option(help="Baseline policy stored for views.")
                         ] = None,
+    params: Annotated[Path | None, typer.Option(
+        help="Also load every run of this params file's sweep (each trace's index.json).")
+                      ] = None,
 ) -> None:
     """Load run directories into the DuckDB warehouse (idempotent, one transaction)."""
+    from pipeline.sweep import sweep_runs
     from pipeline.warehouse import load as run_load
 
-    typer.echo(json.dumps(run_load(expand_runs(runs), db, baseline=baseline), default=str))
+    paths = expand_runs(list(runs or []))
+    if params is not None:
+        paths = [*sweep_runs(params), *paths]
+    typer.echo(json.dumps(run_load(paths, db, baseline=baseline), default=str))
 
 
 def expand_runs(paths: list[Path]) -> list[Path]:
-    """Run directories named directly, found one level down, or listed in an index.json."""
+    """Run directories named directly, found one level down, or listed in a sweep's
+    index.json (every sweep's runs there; entries are relative to the index's directory)."""
+    from pipeline.sweep import read_index
+
     runs: list[Path] = []
     for path in paths:
         if path.is_file() and path.suffix == ".json":
-            runs.extend(Path(p) for p in json.loads(path.read_text())["runs"])
+            listed = {r for entry in read_index(path).values() for r in entry.get("runs", [])}
+            runs.extend(path.parent / p for p in sorted(listed))
         elif (path / "run.json").is_file() or not path.is_dir():
             runs.append(path)
         else:

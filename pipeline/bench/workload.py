@@ -38,11 +38,14 @@ def _table(rows: Sequence[dict[str, Any]] | pa.Table, schema: pa.Schema,
 def write_trace(directory: Path, machines: Sequence[dict[str, Any]] | pa.Table,
                 tasks: Sequence[dict[str, Any]] | pa.Table,
                 jobs: Sequence[dict[str, Any]] | pa.Table | None = None,
-                units: dict[str, str] | None = None, part_rows: int = 4_000_000) -> Path:
+                units: dict[str, str] | None = None, part_rows: int = 4_000_000,
+                window_end_s: float | None = None) -> Path:
     """Write a canonical trace directory; jobs default to one per distinct ``job_id``.
 
     Rows are dicts of canonical columns (missing optional columns get defaults).  Tasks are
     sorted by ``submit_s`` (stable) and written as a part directory, as ingest does.
+    ``window_end_s``: the observation window's end stated in the manifest (from 0); without
+    it the manifest states none and replays take the tasks' own span.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -59,6 +62,9 @@ def write_trace(directory: Path, machines: Sequence[dict[str, Any]] | pa.Table,
     writer.close()
     manifest = Manifest(source_format="synthetic", units=dict(units or UNITS),
                         time_origin="0 = workload start", created_by="pipeline.bench")
+    if window_end_s is not None:
+        manifest.window_start_s, manifest.window_end_s = 0.0, float(window_end_s)
+        manifest.window_source = "stated when the workload was written"
     manifest.rows = {"machines": len(machines), "jobs": len(jobs), "tasks": len(task_table)}
     manifest.write(directory)
     return directory

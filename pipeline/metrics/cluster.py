@@ -1,43 +1,59 @@
 """Cluster-level metrics from ``node_intervals`` (and ``task_runs``): node-hours, cost and
 time-weighted utilization.
 
-Provisioned capacity is every node interval, booting time included (a booting node is
-billed).  Allocated work counts each task's last attempt (``start_s`` to ``end_s``, or to
-the end of the replay when it was still running) plus the run time its earlier attempts
-lost (``wasted_s``), at the task's requested resources; used work does the same with the
-measured ``cpu_used``/``mem_used``, over the tasks where the trace measured them.
+Every figure is measured over the run's measurement window ``[start_s, end_s]``: the trace's
+observation window, or the whole run when it drained past it (``--drain``).  Provisioned
+capacity is every node interval inside the window, booting time included (a booting node is
+billed).  Allocated work counts each task's last attempt (``start_s`` to ``end_s``, or to the
+end of the window when it was still running), clipped to the window, plus the run time its
+earlier attempts lost (``wasted_s``), at the task's requested resources; used work does the
+same with the measured ``cpu_used``/``mem_used``, over the tasks where the trace measured
+them.
 """
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
-# Provisioned seconds of each node interval.
-_DURATION_S = (pl.col("down_s") - pl.col("up_s")).clip(lower_bound=0.0)
+
+def provisioned_s(start_s: float = -math.inf, end_s: float = math.inf) -> pl.Expr:
+    """Provisioned seconds of each node interval inside ``[start_s, end_s]``."""
+    return (pl.min_horizontal(pl.col("down_s"), pl.lit(end_s))
+            - pl.max_horizontal(pl.col("up_s"), pl.lit(start_s))).clip(lower_bound=0.0)
 
 
-def node_hours(node_intervals: pl.DataFrame) -> float:
-    """Total provisioned node time, in hours."""
-    return float(node_intervals.select(_DURATION_S.sum()).item() or 0.0) / 3600
+def node_hours(node_intervals: pl.DataFrame, start_s: float = -math.inf,
+               end_s: float = math.inf) -> float:
+    """Total provisioned node time inside the window, in hours."""
+    value = node_intervals.select(provisioned_s(start_s, end_s).sum()).item()
+    return float(value or 0.0) / 3600
 
 
-def cost_usd(node_intervals: pl.DataFrame) -> float:
+def cost_usd(node_intervals: pl.DataFrame, start_s: float = -math.inf,
+             end_s: float = math.inf) -> float:
     """Price of the provisioned time, each interval rounded up to its billing granularity."""
-    billed_s = (_DURATION_S / pl.col("billing_s")).ceil() * pl.col("billing_s")
+    billed_s = (provisioned_s(start_s, end_s) / pl.col("billing_s")).ceil() * pl.col(
+        "billing_s")
     value = node_intervals.select((billed_s / 3600 * pl.col("price_per_hour")).sum()).item()
     return float(value or 0.0)
 
 
-def provisioned(node_intervals: pl.DataFrame, resource: str) -> float:
-    """Capacity x time provisioned for ``resource`` (e.g. cpu-seconds)."""
-    value = node_intervals.select((pl.col(resource) * _DURATION_S).sum()).item()
+def provisioned(node_intervals: pl.DataFrame, resource: str, start_s: float = -math.inf,
+                end_s: float = math.inf) -> float:
+    """Capacity x time provisioned for ``resource`` (e.g. cpu-seconds) inside the window."""
+    value = node_intervals.select(
+        (pl.col(resource) * provisioned_s(start_s, end_s)).sum()).item()
     return float(value or 0.0)
 
 
-def task_busy_s(end_s: float) -> pl.Expr:
-    """Seconds each task held its resources: last attempt (to ``end_s`` if running) + lost."""
+def task_busy_s(end_s: float, start_s: float = -math.inf) -> pl.Expr:
+    """Seconds each task held its resources inside the window: last attempt (to ``end_s``
+    if still running) + the run time its earlier attempts lost."""
     last = pl.when(pl.col("start_s").is_null()).then(0.0).otherwise(
-        pl.col("end_s").fill_null(end_s) - pl.col("start_s"))
+        (pl.min_horizontal(pl.col("end_s").fill_null(end_s), pl.lit(end_s))
+         - pl.max_horizontal(pl.col("start_s"), pl.lit(start_s))).clip(lower_bound=0.0))
     return last + pl.col("wasted_s").fill_null(0.0)
 
 
@@ -46,38 +62,39 @@ def _ratio(numerator: float, denominator: float) -> float | None:
 
 
 def util_alloc(task_runs: pl.DataFrame, node_intervals: pl.DataFrame, resource: str,
-               end_s: float) -> float | None:
-    """Allocated / provisioned ``resource``, time-weighted over the replay."""
-    alloc = task_runs.select((pl.col(resource) * task_busy_s(end_s)).sum()).item() or 0.0
-    return _ratio(float(alloc), provisioned(node_intervals, resource))
+               end_s: float, start_s: float = -math.inf) -> float | None:
+    """Allocated / provisioned ``resource``, time-weighted over the window."""
+    alloc = task_runs.select(
+        (pl.col(resource) * task_busy_s(end_s, start_s)).sum()).item() or 0.0
+    return _ratio(float(alloc), provisioned(node_intervals, resource, start_s, end_s))
 
 
 def util_used(task_runs: pl.DataFrame, node_intervals: pl.DataFrame, resource: str,
-              end_s: float) -> float | None:
+              end_s: float, start_s: float = -math.inf) -> float | None:
     """Measured usage / provisioned ``resource``; None when the trace measured no usage."""
     col = f"{resource}_used"
     known = task_runs.filter(pl.col(col).is_not_null())
     if known.height == 0:
         return None
-    used = known.select((pl.col(col) * task_busy_s(end_s)).sum()).item() or 0.0
-    return _ratio(float(used), provisioned(node_intervals, resource))
+    used = known.select((pl.col(col) * task_busy_s(end_s, start_s)).sum()).item() or 0.0
+    return _ratio(float(used), provisioned(node_intervals, resource, start_s, end_s))
 
 
 def util_alloc_cpu(task_runs: pl.DataFrame, node_intervals: pl.DataFrame,
-                   end_s: float) -> float | None:
-    return util_alloc(task_runs, node_intervals, "cpu", end_s)
+                   end_s: float, start_s: float = -math.inf) -> float | None:
+    return util_alloc(task_runs, node_intervals, "cpu", end_s, start_s)
 
 
 def util_alloc_mem(task_runs: pl.DataFrame, node_intervals: pl.DataFrame,
-                   end_s: float) -> float | None:
-    return util_alloc(task_runs, node_intervals, "mem", end_s)
+                   end_s: float, start_s: float = -math.inf) -> float | None:
+    return util_alloc(task_runs, node_intervals, "mem", end_s, start_s)
 
 
 def util_used_cpu(task_runs: pl.DataFrame, node_intervals: pl.DataFrame,
-                  end_s: float) -> float | None:
-    return util_used(task_runs, node_intervals, "cpu", end_s)
+                  end_s: float, start_s: float = -math.inf) -> float | None:
+    return util_used(task_runs, node_intervals, "cpu", end_s, start_s)
 
 
 def util_used_mem(task_runs: pl.DataFrame, node_intervals: pl.DataFrame,
-                  end_s: float) -> float | None:
-    return util_used(task_runs, node_intervals, "mem", end_s)
+                  end_s: float, start_s: float = -math.inf) -> float | None:
+    return util_used(task_runs, node_intervals, "mem", end_s, start_s)

@@ -21,11 +21,16 @@ from pipeline.metrics.fairness import jain_fairness
 
 @dataclass
 class RunFrames:
-    """A run's two tables and end time, with intermediate frames computed once."""
+    """A run's two tables and its measurement window, with intermediate frames computed once.
+
+    ``[start_s, end_s]`` is the measurement window: the trace's observation window, or the
+    whole run when it drained past it.
+    """
 
     task_runs: pl.DataFrame
     node_intervals: pl.DataFrame
     end_s: float
+    start_s: float = 0.0
 
     @cached_property
     def jobs(self) -> pl.DataFrame:
@@ -34,6 +39,19 @@ class RunFrames:
     @cached_property
     def waits(self) -> pl.DataFrame:
         return t.task_wait(self.task_runs)
+
+    @cached_property
+    def preempted(self) -> pl.DataFrame:
+        return t.preemptions_per_task(self.task_runs)
+
+
+def _cluster(fn: Callable[..., float | None], *args: str) -> Metric:
+    """A cluster metric of the node intervals (and tasks) over the measurement window."""
+    def metric(r: RunFrames) -> float | None:
+        if args:
+            return fn(r.task_runs, r.node_intervals, *args, r.end_s, r.start_s)
+        return fn(r.node_intervals, r.start_s, r.end_s)
+    return metric
 
 
 Metric = Callable[[RunFrames], float | int | None]
@@ -45,16 +63,12 @@ def _q(frame: str, column: str, q: float) -> Metric:
 
 # name -> (unit, function of the run's frames)
 METRICS: dict[str, tuple[str, Metric]] = {
-    "node_hours": ("h", lambda r: c.node_hours(r.node_intervals)),
-    "cost_usd": ("USD", lambda r: c.cost_usd(r.node_intervals)),
-    "util_alloc_cpu": ("fraction", lambda r: c.util_alloc_cpu(r.task_runs, r.node_intervals,
-                                                              r.end_s)),
-    "util_alloc_mem": ("fraction", lambda r: c.util_alloc_mem(r.task_runs, r.node_intervals,
-                                                              r.end_s)),
-    "util_used_cpu": ("fraction", lambda r: c.util_used_cpu(r.task_runs, r.node_intervals,
-                                                            r.end_s)),
-    "util_used_mem": ("fraction", lambda r: c.util_used_mem(r.task_runs, r.node_intervals,
-                                                            r.end_s)),
+    "node_hours": ("h", _cluster(c.node_hours)),
+    "cost_usd": ("USD", _cluster(c.cost_usd)),
+    "util_alloc_cpu": ("fraction", _cluster(c.util_alloc, "cpu")),
+    "util_alloc_mem": ("fraction", _cluster(c.util_alloc, "mem")),
+    "util_used_cpu": ("fraction", _cluster(c.util_used, "cpu")),
+    "util_used_mem": ("fraction", _cluster(c.util_used, "mem")),
     "jain_fairness": ("index", lambda r: jain_fairness(r.task_runs, r.node_intervals, r.end_s)),
     "locality_node": ("fraction", lambda r: t.locality_fraction(r.task_runs, "node")),
     "locality_rack": ("fraction", lambda r: t.locality_fraction(r.task_runs, "rack")),
@@ -69,7 +83,14 @@ METRICS: dict[str, tuple[str, Metric]] = {
     "tasks_killed": ("count", lambda r: t.outcome_count(r.task_runs, "killed")),
     "tasks_dependency_blocked": ("count",
                                  lambda r: t.tasks_dependency_blocked(r.task_runs, r.end_s)),
+    "backlog_tasks": ("count", lambda r: t.backlog_tasks(r.task_runs)),
+    "backlog_task_s": ("s", lambda r: t.backlog_task_s(r.task_runs)),
+    "tasks_censored": ("count", lambda r: t.tasks_censored(r.task_runs)),
     "preemptions": ("count", lambda r: t.preemptions(r.task_runs)),
+    "tasks_preempted": ("count", lambda r: t.tasks_preempted(r.task_runs)),
+    "preemptions_per_task_p99": ("count", _q("preempted", "preemptions", 0.99)),
+    "preemptions_per_task_max": ("count", lambda r: t.quantile(r.preempted, "preemptions",
+                                                               1.0)),
     "evictions": ("count", lambda r: t.evictions(r.task_runs)),
     "wasted_task_s": ("s", lambda r: t.wasted_task_s(r.task_runs)),
 }
@@ -79,9 +100,9 @@ METRICS_SCHEMA = {"run_id": pl.String, "metric": pl.String, "value": pl.Float64,
 
 
 def metrics_table(run_id: str, task_runs: pl.DataFrame, node_intervals: pl.DataFrame,
-                  end_s: float) -> pl.DataFrame:
-    """All metrics of one run, one row each, in a fixed order."""
-    frames = RunFrames(task_runs, node_intervals, end_s)
+                  end_s: float, start_s: float = 0.0) -> pl.DataFrame:
+    """All metrics of one run over its measurement window, one row each, in a fixed order."""
+    frames = RunFrames(task_runs, node_intervals, end_s, start_s)
     rows = []
     for name, (unit, fn) in METRICS.items():
         value = fn(frames)

@@ -8,6 +8,13 @@ counts, lost work, locality.
 - Locality fractions: among tasks with inputs that started, the share that ran on a node
   holding an input (``node``) and the share that ran elsewhere in such a node's rack
   (``rack``; exclusive of ``node``).
+- Work not done when the replay stopped (the window's end): ``backlog_tasks`` waiting in the
+  queue (ready, not running), ``backlog_task_s`` the work left of every task that had not
+  finished (``remaining_s``: all of a waiting task's duration, the rest of a running one's,
+  on a speed-1.0 machine), ``tasks_censored`` the unfinished tasks the trace itself saw still
+  running at its window's end.
+- Preemptions per task: over the tasks preempted at least once (``tasks_preempted``), the
+  99th percentile and the maximum count of one task.
 """
 
 from __future__ import annotations
@@ -81,3 +88,35 @@ def locality_fraction(task_runs: pl.DataFrame, level: str) -> float | None:
     if with_inputs.height == 0:
         return None
     return float(with_inputs.select((pl.col("locality") == level).mean()).item())
+
+
+_NOT_DONE = pl.col("outcome").is_in(["unfinished", "preempted"])
+
+
+def backlog_tasks(task_runs: pl.DataFrame) -> int:
+    """Tasks ready and waiting (not running) when the replay stopped."""
+    waiting = _NOT_DONE & pl.col("start_s").is_null() & pl.col("ready_s").is_not_null() & (
+        pl.col("remaining_s").is_not_null())
+    return int(task_runs.select(waiting.sum()).item() or 0)
+
+
+def backlog_task_s(task_runs: pl.DataFrame) -> float:
+    """Work (task-seconds at speed 1.0) left undone by the tasks that had not finished."""
+    left = pl.when(_NOT_DONE).then(pl.col("remaining_s").fill_null(0.0)).otherwise(0.0)
+    return float(task_runs.select(left.sum()).item() or 0.0)
+
+
+def tasks_censored(task_runs: pl.DataFrame) -> int:
+    """Unfinished tasks that the trace records as still running at its window's end."""
+    return int(task_runs.select(((pl.col("outcome") == "unfinished")
+                                 & pl.col("censored")).sum()).item() or 0)
+
+
+def tasks_preempted(task_runs: pl.DataFrame) -> int:
+    """Tasks preempted at least once."""
+    return int(task_runs.select((pl.col("preemptions") > 0).sum()).item() or 0)
+
+
+def preemptions_per_task(task_runs: pl.DataFrame) -> pl.DataFrame:
+    """``preemptions`` of each task preempted at least once."""
+    return task_runs.filter(pl.col("preemptions") > 0).select("preemptions")

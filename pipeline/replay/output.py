@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.sim.tasks import LOCALITIES, OUTCOMES, RecordChunk
@@ -112,7 +113,8 @@ def task_runs_batches(identities: Iterator[tuple[int, pa.Table]], store: RecordS
             "duration_s": ident["duration_s"], "cpu": ident["cpu"], "mem": ident["mem"],
             "gpu": ident["gpu"], "cpu_used": ident["cpu_used"], "mem_used": ident["mem_used"],
             "preemptions": rec["preemptions"], "evictions": rec["evictions"],
-            "wasted_s": rec["wasted"],
+            "wasted_s": rec["wasted"], "remaining_s": _nullable(rec["remaining"]),
+            "censored": pc.fill_null(pc.equal(ident["end_event"], "censored"), False),
         }, schema=WRITE_SCHEMA)
 
 
@@ -136,7 +138,8 @@ TASK_RUNS_SCHEMA = pa.schema(
     + [("outcome", pa.string()), ("attempts", pa.int32()), ("locality", pa.string())]
     + [(name, pa.float64()) for name in ("duration_s", "cpu", "mem", "gpu", "cpu_used",
                                          "mem_used")]
-    + [("preemptions", pa.int32()), ("evictions", pa.int32()), ("wasted_s", pa.float64())]
+    + [("preemptions", pa.int32()), ("evictions", pa.int32()), ("wasted_s", pa.float64()),
+       ("remaining_s", pa.float64()), ("censored", pa.bool_())]
 )
 
 _DICT = pa.dictionary(pa.int32(), pa.string())

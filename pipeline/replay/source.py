@@ -4,9 +4,9 @@ for the output)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,15 +17,16 @@ import pyarrow.parquet as pq
 from pipeline.errors import TraceError
 from pipeline.sim.cluster import up_periods
 from pipeline.sim.source import TaskBatch
+from pipeline.trace.identity import content_digest
 from pipeline.trace.io import has_table, part_files, read_table
 from pipeline.trace.manifest import Manifest
 from pipeline.trace.schema import DEFAULTS, TASKS
 
 BATCH_ROWS = 1 << 18
 SIM_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu", "cpu_used",
-               "mem_used", "inputs", "depends_on", "priority")
+               "mem_used", "inputs", "depends_on", "priority", "end_event")
 IDENTITY_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu",
-                    "cpu_used", "mem_used")
+                    "cpu_used", "mem_used", "end_event")
 
 
 def _default_column(name: str, n: int) -> pa.Array:
@@ -34,8 +35,23 @@ def _default_column(name: str, n: int) -> pa.Array:
     return pa.nulls(n, kind) if value is None else pa.array([value] * n, kind)
 
 
+def censored(end_event: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Per task: whether the trace saw it still running when its window closed."""
+    return np.asarray(pc.fill_null(pc.equal(end_event, "censored"), False).to_numpy(
+        zero_copy_only=False), dtype=np.bool_)
+
+
 def _f64(col: pa.ChunkedArray | pa.Array, fill: float) -> np.ndarray:
     return np.asarray(pc.fill_null(col, fill).to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Window:
+    """A trace's observation window (seconds from its time origin) and where it came from."""
+
+    start_s: float
+    end_s: float
+    source: str
 
 
 class TraceInput:
@@ -63,6 +79,7 @@ class TraceInput:
         self.job_queue = np.asarray(queue.indices.to_numpy(zero_copy_only=False), np.int32)
         self._job_prio = np.asarray(_f64(self.jobs["priority"], 0), np.int32)
         self._job_ids = self.jobs["job_id"].combine_chunks()
+        self._digest: str | None = None
 
     @property
     def units(self) -> dict[str, str]:
@@ -93,17 +110,30 @@ class TraceInput:
         return np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), np.int32)
 
     def digest(self) -> str:
-        """A content hash identifying the trace (its manifest, else its Parquet files)."""
-        h = hashlib.sha256()
-        path = self.dir / "manifest.json"
-        files = [path] if path.exists() else [
-            f for name in ("machines", "jobs", "tasks", "machine_downtime")
-            if has_table(self.dir, name) for f in part_files(self.dir, name)]
-        for f in files:
-            with open(f, "rb") as fh:
-                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
-                    h.update(block)
-        return h.hexdigest()
+        """The trace's identity: a digest of its contents (:mod:`pipeline.trace.identity`)."""
+        if self._digest is None:
+            self._digest = content_digest(self.dir)
+        return self._digest
+
+    @property
+    def validated(self) -> bool:
+        """Whether the tables are those ingest wrote and validated (same content digest)."""
+        return bool(self.manifest and self.manifest.digest
+                    and self.manifest.digest == self.digest())
+
+    def window(self) -> Window:
+        """The observation window: from the manifest, else from the tasks themselves."""
+        m = self.manifest
+        if m is not None and m.window_end_s is not None:
+            start = 0.0 if m.window_start_s is None else float(m.window_start_s)
+            return Window(start, float(m.window_end_s), m.window_source or "manifest")
+        end = 0.0
+        for _, table in self._stream(("submit_s", "duration_s")):
+            ends = pc.add(table["submit_s"], table["duration_s"])
+            if len(ends):
+                end = max(end, float(pc.max(ends).as_py() or 0.0))
+        return Window(0.0, end, "no window in the manifest: from time 0 to the latest "
+                                "submit_s + duration_s of the tasks")
 
     def dependency_refs(self) -> dict[str, int]:
         """How many times each task id is named in some task's ``depends_on``."""
@@ -168,7 +198,7 @@ class TraceInput:
             row=row, submit=submit, duration=duration, req=req,
             used=np.column_stack([_f64(t["cpu_used"], np.nan), _f64(t["mem_used"], np.nan)]),
             user=self.job_user[job_idx], queue=self.job_queue[job_idx],
-            job=job_idx.astype(np.int32), priority=prio,
+            job=job_idx.astype(np.int32), priority=prio, censored=censored(t["end_event"]),
         )
         self._sparse(t, batch, node_of, parents)
         return batch

@@ -34,7 +34,7 @@ from pipeline.policies import make_policy, policy_class, resolve_params
 from pipeline.replay import output as out
 from pipeline.replay.options import cluster_spec
 from pipeline.replay.param_files import file_sha256, param_files
-from pipeline.replay.source import TraceInput
+from pipeline.replay.source import TraceInput, Window
 from pipeline.sim import ClusterSpec, ElasticCluster, FixedCluster, SimOptions, Simulation
 from pipeline.trace.io import atomic_dir
 
@@ -75,12 +75,22 @@ def code_version() -> str:
     return f"{__version__}+{sha}" if sha else __version__
 
 
-def _sim_options(sched_interval_s: float, horizon_s: float | None) -> SimOptions:
+def sim_options(sched_interval_s: float, window: Window, drain: bool = False,
+                horizon_s: float | None = None) -> SimOptions:
+    """The core's options for a replay of a trace with observation ``window``.
+
+    By default the replay stops at the window's end (or at ``horizon_s`` when given) and is
+    measured over the window; ``drain`` runs on until every task is accounted for.  Either
+    way, censored tasks run until the window's end and no further.
+    """
     if not (np.isfinite(sched_interval_s) and sched_interval_s >= 0):
         raise UsageError(f"sched_interval_s must be >= 0 (got {sched_interval_s})")
     if horizon_s is not None and not (np.isfinite(horizon_s) and horizon_s >= 0):
         raise UsageError(f"horizon_s must be >= 0 (got {horizon_s})")
-    return SimOptions(float(sched_interval_s), None if horizon_s is None else float(horizon_s))
+    if drain and horizon_s is not None:
+        raise UsageError("--drain runs until every task ends: it takes no horizon")
+    horizon = None if drain else (window.end_s if horizon_s is None else float(horizon_s))
+    return SimOptions(float(sched_interval_s), horizon, window.end_s)
 
 
 def build_cluster(spec: ClusterSpec, trace: TraceInput) -> FixedCluster | ElasticCluster:
@@ -96,18 +106,23 @@ def build_cluster(spec: ClusterSpec, trace: TraceInput) -> FixedCluster | Elasti
 def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None = None,
            seed: int = 0, out_dir: Path | str = "run", *, cluster: str = "fixed",
            cluster_options: Mapping[str, Any] | None = None, sched_interval_s: float = 1.0,
-           horizon_s: float | None = None, files_dir: Path | str | None = None) -> RunResult:
+           horizon_s: float | None = None, drain: bool = False,
+           files_dir: Path | str | None = None) -> RunResult:
     """Replay one canonical trace through one policy into the run directory ``out_dir``.
 
+    The replay stops at the trace's observation window's end and measures cost and
+    utilization over the window (``horizon_s`` stops it earlier or later); ``drain`` runs on
+    until every task is accounted for and measures the whole run.
     ``files_dir``: where relative paths in file parameters (``config=...``) are read from
     (default: the current directory); ``run.json`` keeps the paths as given.
     """
     started = time.perf_counter()
     resolved = resolve_params(policy_class(policy), params)
-    options = _sim_options(sched_interval_s, horizon_s)
     files = param_files(policy, resolved, files_dir)
     file_digests = {name: file_sha256(path) for name, path in files.items()}
     trace = TraceInput(Path(trace_dir))
+    window = trace.window()
+    options = sim_options(sched_interval_s, window, drain, horizon_s)
     spec = cluster_spec(cluster, cluster_options, trace.machine_cap(), trace.units)
     digest = trace.digest()
     identity = run_identity(digest, policy, resolved, int(seed), spec, options, file_digests)
@@ -122,11 +137,15 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
         nodes = out.node_intervals_table(cluster_obj.intervals.rows, cluster_obj.machine_ids,
                                          cap, spec.price_per_hour, spec.billing_s, run_id)
         out.write_table(nodes, tmp / out.NODE_INTERVALS)
-        metrics = _write_metrics(tmp, run_id, summary.end_s)
+        measured = {"from_s": window.start_s, "to_s": summary.end_s,
+                    "drained": options.horizon_s is None}
+        metrics = _write_metrics(tmp, run_id, measured["from_s"], measured["to_s"])
         run = {
             "run_id": run_id, "trace": trace.dir.name, "trace_path": str(trace.dir.resolve()),
-            "trace_digest": digest, "policy": policy, "params": resolved,
-            "seed": int(seed), "cluster": spec.to_dict(), "sim": asdict(options),
+            "trace_digest": digest, "trace_validated": trace.validated,
+            "window": asdict(window), "measured": measured, "policy": policy,
+            "params": resolved, "seed": int(seed), "cluster": spec.to_dict(),
+            "sim": asdict(options),
             **({"param_files": {name: {"path": resolved[name], "sha256": sha}
                                 for name, sha in file_digests.items()}} if files else {}),
             "summary": asdict(summary), "wall_s": round(time.perf_counter() - started, 3),
@@ -179,11 +198,12 @@ def _cluster_total(spec: ClusterSpec, trace: TraceInput,
     return np.asarray(cluster.template, dtype=np.float64) * float(cluster.max_nodes or 0)
 
 
-def _write_metrics(tmp: Path, run_id: str, end_s: float) -> dict[str, float | None]:
+def _write_metrics(tmp: Path, run_id: str, start_s: float,
+                   end_s: float) -> dict[str, float | None]:
     skip = {"run_id", "task_id", "queue", "machine_id"}  # not used by any metric
     columns = [c for c in out.TASK_RUNS_SCHEMA.names if c not in skip]
     task_runs = pl.read_parquet(tmp / out.TASK_RUNS, columns=columns)
     nodes = pl.read_parquet(tmp / out.NODE_INTERVALS)
-    table = metrics_table(run_id, task_runs, nodes, end_s)
+    table = metrics_table(run_id, task_runs, nodes, end_s, start_s)
     out.write_table(table.to_arrow(), tmp / out.METRICS)
     return dict(zip(table["metric"].to_list(), table["value"].to_list(), strict=True))

@@ -33,6 +33,7 @@ from pipeline.sim.pending import PendingQueue
 from pipeline.sim.source import Arrivals, TaskBatch
 from pipeline.sim.tasks import (
     BLOCKED,
+    CENSORED,
     HAS_INPUTS,
     IS_PARENT,
     N_DONE,
@@ -56,10 +57,21 @@ MAX_IDLE_WAKES = 1000
 
 @dataclass(frozen=True)
 class SimOptions:
-    """Knobs of the core that are not the policy's: batching grid and optional horizon."""
+    """Knobs of the core that are not the policy's: batching grid, horizon and censoring.
+
+    ``horizon_s``: the replay stops there (the trace window's end, by default): tasks still
+    running or waiting end ``unfinished`` and every node still provisioned is released
+    there, so a fixed cluster is measured over exactly the window.  ``None`` drains: the
+    replay runs until every task is accounted for.
+    ``censor_at_s``: tasks the trace records as still running at its window's end
+    (``censored``) have no known end: they run until this time and are then stopped
+    (``unfinished``), never restarted beyond it.  ``None`` runs them for their recorded
+    duration like any other task.
+    """
 
     sched_interval_s: float = 1.0
     horizon_s: float | None = None
+    censor_at_s: float | None = None
 
 
 @dataclass
@@ -114,17 +126,21 @@ class Simulation(Operations):
         self.wake_at = np.inf
         self._only_wake = False
         self.n_tasks = self.events = self.points = self.calls = self.placements = 0
+        censor_at = self.options.censor_at_s
+        self.open_flag = CENSORED if censor_at is not None else 0
+        # the core stops censored tasks itself only when the run goes on past that time
+        self._censor_due = censor_at is not None and (
+            self.options.horizon_s is None or censor_at < self.options.horizon_s)
         self._follow_slot = np.zeros(4096, dtype=np.int64)
         self._follow_end = np.zeros(4096)
         self._clock = np.zeros(1)
 
     # -- the loop ---------------------------------------------------------------------
     def run(self) -> SimSummary:
-        """Replay until every task is accounted for (or the horizon); return the counts."""
+        """Replay until the horizon (or, draining, until every task is accounted for)."""
         started = time.perf_counter()
         self.policy.setup(self.info, self.rng)
         horizon = self.options.horizon_s
-        end = None
         idle_wakes, placed = 0, -1
         while not self._done():
             t = self._next_time()
@@ -137,12 +153,16 @@ class Simulation(Operations):
                 break
             placed = self.placements
             if horizon is not None and t > horizon:
-                end = horizon
                 break
             at = self._quantize(t)
             if horizon is not None:
                 at = min(at, horizon)
-            self._advance(at)
+            if self._censor_due and at >= self.options.censor_at_s:
+                at = self.options.censor_at_s
+                self._advance(at)
+                self._censor(at)
+            else:
+                self._advance(at)
             self._schedule(at)
             scaled = self.cluster.autoscale(at, self.queue.req, self.queue.enter)
             if scaled:
@@ -150,14 +170,21 @@ class Simulation(Operations):
                 self.last_s = max(self.last_s, at)
             self.now = at
             self.points += 1
-        end = self.last_s if end is None else end
+        end = self.last_s if horizon is None else horizon
         self._finish(end)
         return SimSummary(end, self.n_tasks, self.events, self.points, self.calls,
                           self.placements, time.perf_counter() - started)
 
     def _done(self) -> bool:
+        """Every task accounted for and, up to a horizon, no node event left before it."""
         busy = len(self.queue) or self._incoming or self._n_running()
-        return self.arrivals.exhausted and not busy
+        if not self.arrivals.exhausted or busy:
+            return False
+        horizon = self.options.horizon_s
+        # With a horizon the cluster is measured until then: machines still go down and
+        # idle elastic nodes are still released after the last task ends.
+        return horizon is None or min(self.cluster.next_event(), self.cluster.next_check(
+            self.now, self.queue.enter)) > horizon
 
     def _n_running(self) -> int:
         return int(self.tasks.counters[kernels.HEAP_N])  # upper bound (stale entries) is enough
@@ -175,6 +202,8 @@ class Simulation(Operations):
             self.cluster.next_check(self.now, self.queue.enter),
         ]
         self._only_wake = min(times) == np.inf
+        if self._censor_due:
+            times.append(self.options.censor_at_s)
         if self.wake_at > self.now:
             times.append(self.wake_at)
         return min(times)
@@ -261,6 +290,8 @@ class Simulation(Operations):
         for name in ("user", "queue", "job", "priority"):
             getattr(t, name)[slots] = getattr(b, name)[local]
         t.state[slots] = PENDING
+        if self.open_flag and b.censored is not None:
+            t.flags[slots[b.censored[local]]] |= CENSORED
         if b.deps or b.task_id or b.inputs:
             self._admit_sparse(b, local, slots)
         ok = t.state[slots] == PENDING
@@ -290,20 +321,51 @@ class Simulation(Operations):
         self.queue.append(slots, enter[order], np.take(self.tasks.req, slots, axis=0))
         self.needs_decision = True
 
-    # -- the end ----------------------------------------------------------------------
+    # -- the window's end ------------------------------------------------------------
+    def _censor(self, at: float) -> None:
+        """Stop the censored tasks at ``at`` (the trace's window end): those running end
+        ``unfinished`` there, those waiting are recorded ``unfinished`` and never start."""
+        self._censor_due = False
+        self._merge_incoming()
+        t = self.tasks
+        censored = (t.flags & CENSORED) != 0
+        self._stop(at, np.flatnonzero(censored & (t.state == RUNNING)), requeue=False,
+                   outcome=UNFINISHED)
+        queued = np.flatnonzero(censored[self.queue.slots])
+        self._record_waiting(self.queue.remove(queued), at)
+        self._record_waiting(np.flatnonzero(censored & (t.state == BLOCKED)), at)
+        self.last_s = max(self.last_s, at)
+
+    def _record_waiting(self, slots: np.ndarray, at: float) -> None:
+        """Record tasks that were waiting (queued or blocked) when the replay stopped them."""
+        t = self.tasks
+        outcome = np.where(t.last_preempted[slots], PREEMPTED, UNFINISHED).astype(np.int8)
+        self.records.write_slots(t.counters, t, slots, outcome, np.nan,
+                                 np.full(len(slots), -1), self.remaining_work(at, slots))
+        for s in slots[(t.flags[slots] & IS_PARENT) != 0].tolist():
+            self.deps.fail(self.deps.slot_id[s], s)
+        self.inputs_drop(slots)
+        t.release(slots)
+
     def _finish(self, end: float) -> None:
-        """Record every task still in flight or never submitted, and close the cluster."""
+        """Record every task still in flight or never submitted, and close the cluster.
+
+        Tasks running at the end keep ``end_s`` null; ``remaining`` says how much of their
+        work was left.  Tasks submitted after the end were never seen (remaining NaN).
+        """
         self._merge_incoming()
         t, c = self.tasks, self.tasks.counters
         inst = self.cluster.nodes.instance
         running = t.in_state(RUNNING)
-        self.records.write_slots(c, t, running, UNFINISHED, np.nan, inst[t.node[running]])
+        self.records.write_slots(c, t, running, UNFINISHED, np.nan, inst[t.node[running]],
+                                 self.remaining_work(end, running))
         waiting = np.concatenate([self.queue.slots, t.in_state(BLOCKED)])
         outcome = np.where(t.last_preempted[waiting], PREEMPTED, UNFINISHED).astype(np.int8)
-        self.records.write_slots(c, t, waiting, outcome, np.nan, np.full(len(waiting), -1))
+        self.records.write_slots(c, t, waiting, outcome, np.nan, np.full(len(waiting), -1),
+                                 self.remaining_work(end, waiting))
         for b, lo, hi in self.arrivals.rest():
             self.n_tasks += hi - lo
-            self.records.write_rows(c, b.row[lo:hi], b.job[lo:hi], UNFINISHED)
+            self.records.write_rows(c, b.row[lo:hi], b.job[lo:hi], UNFINISHED, np.nan)
         self.records.flush(c)
         self.cluster.close(end)
 

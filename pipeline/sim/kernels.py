@@ -164,10 +164,12 @@ def _release_node(nd, s, end, t_req, t_used, n_alloc, n_used, n_ncont, n_idle, n
 @njit(cache=True)
 def apply_placements(now, req_idx, node_idx, pend_slots, ht, hs, hslot, hep, counters,
                      t_duration, t_req, t_used, t_state, t_node, t_start, t_first,
-                     t_attempts, t_epoch, n_cap, n_alloc, n_used, n_ncont, n_state,
-                     n_speed, n_dirty):
+                     t_attempts, t_epoch, t_flags, open_flag, n_cap, n_alloc, n_used, n_ncont,
+                     n_state, n_speed, n_dirty):
     """Check and apply placements in order; return (-1, 0) or (bad index, reason code).
 
+    A task flagged ``open_flag`` (censored: 0 when the run censors nothing) never completes
+    on its own: the core stops it when the trace's window closes.
     Reason codes: 1 request index out of range, 2 node index out of range, 3 request
     already placed, 4 node not up, 5 does not fit the node's free capacity.
     """
@@ -202,6 +204,6 @@ def apply_placements(now, req_idx, node_idx, pend_slots, ht, hs, hslot, hep, cou
         if np.isnan(t_first[s]):
             t_first[s] = now
         t_attempts[s] += 1
-        heap_push(ht, hs, hslot, hep, counters, now + t_duration[s] / n_speed[nd], s,
-                  t_epoch[s])
+        end = np.inf if t_flags[s] & open_flag else now + t_duration[s] / n_speed[nd]
+        heap_push(ht, hs, hslot, hep, counters, end, s, t_epoch[s])
     return -1, 0

@@ -9,7 +9,7 @@ import numpy as np
 
 from pipeline.sim import kernels
 from pipeline.sim.interface import Decisions, PendingView, PolicyError, RunningView, readonly
-from pipeline.sim.tasks import HAS_INPUTS, IS_PARENT, KILLED, PENDING, RUNNING
+from pipeline.sim.tasks import HAS_INPUTS, IS_PARENT, KILLED, PENDING, RUNNING, UNFINISHED
 
 if TYPE_CHECKING:
     from pipeline.sim.core import Simulation
@@ -73,7 +73,8 @@ class Operations:
         bad, code = kernels.apply_placements(
             at, req, node, self.queue.slots, h.time, h.seq, h.slot, h.epoch, t.counters,
             t.duration, t.req, t.used, t.state, t.node, t.start, t.first_start, t.attempts,
-            t.epoch, n.cap, n.alloc, n.used, n.ncont, n.state, n.speed, n.dirty,
+            t.epoch, t.flags, self.open_flag, n.cap, n.alloc, n.used, n.ncont, n.state,
+            n.speed, n.dirty,
         )
         if bad >= 0:
             r, nd = int(req[bad]), int(node[bad])
@@ -117,8 +118,12 @@ class Operations:
         self._stop(at, slots[kill], requeue=False)
 
     def _stop(self: Simulation, at: float, slots: np.ndarray, requeue: bool,
-              evicted: bool = False) -> None:
-        """Stop running ``slots`` at ``at``: free their node, then re-queue or record them."""
+              evicted: bool = False, outcome: int = KILLED) -> None:
+        """Stop running ``slots`` at ``at``: free their node, then re-queue or record them.
+
+        Recorded (not re-queued) tasks end with ``outcome``: ``killed`` by a policy, or
+        ``unfinished`` when the core stops a censored task at the trace's window end.
+        """
         if len(slots) == 0:
             return
         t, n = self.tasks, self.cluster.nodes
@@ -146,11 +151,21 @@ class Operations:
             self._incoming.append((np.full(len(slots), at), slots))
             return
         inst = n.instance[node]
-        self.records.write_slots(t.counters, t, slots, KILLED, at, inst)
+        remaining = (self.remaining_work(at, slots) if outcome == UNFINISHED else 0.0)
+        self.records.write_slots(t.counters, t, slots, outcome, at, inst, remaining)
         for s in slots[(t.flags[slots] & IS_PARENT) != 0].tolist():
             self.deps.fail(self.deps.slot_id[s], s)
         self.inputs_drop(slots)
         t.release(slots)
+
+    def remaining_work(self: Simulation, at: float, slots: np.ndarray) -> np.ndarray:
+        """Work ``slots`` still had to do at ``at`` (s on a speed-1.0 machine; all of it if
+        not running)."""
+        t = self.tasks
+        running = t.state[slots] == RUNNING
+        done = np.where(running, (at - t.start[slots]) * self.cluster.nodes.speed[
+            np.maximum(t.node[slots], 0)], 0.0)
+        return np.maximum(t.duration[slots] - np.nan_to_num(done), 0.0)
 
     def inputs_drop(self: Simulation, slots: np.ndarray) -> None:
         for s in slots.tolist():

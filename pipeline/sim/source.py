@@ -27,6 +27,7 @@ class TaskBatch:
     queue: np.ndarray
     job: np.ndarray
     priority: np.ndarray
+    censored: np.ndarray | None = None  # bool per row: the trace saw it running at its end
     deps: dict[int, list[str]] = field(default_factory=dict)
     task_id: dict[int, str] = field(default_factory=dict)
     inputs: dict[int, np.ndarray] = field(default_factory=dict)

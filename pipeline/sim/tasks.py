@@ -34,8 +34,9 @@ _TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float]] = {
     "flags": (np.int8, (), 0), "locality": (np.int8, (), -1),
     "last_preempted": (np.bool_, (), False),
 }
-# Bits of ``flags``.
-HAS_INPUTS, IS_PARENT = 1, 2
+# Bits of ``flags``.  CENSORED: the trace records the task still running at its window's
+# end, so its recorded duration is a lower bound and it runs until the core stops it there.
+HAS_INPUTS, IS_PARENT, CENSORED = 1, 2, 4
 
 
 class TaskTable:
@@ -138,6 +139,7 @@ class RecordChunk:
     evictions: np.ndarray
     wasted: np.ndarray
     locality: np.ndarray
+    remaining: np.ndarray
 
 
 RecordSink = Callable[[RecordChunk], None]
@@ -146,11 +148,17 @@ _REC_FIELDS = {
     "first_start": np.float64, "start": np.float64, "end": np.float64, "outcome": np.int8,
     "attempts": np.int32,
     "preemptions": np.int32, "evictions": np.int32, "wasted": np.float64, "locality": np.int8,
+    "remaining": np.float64,
 }
 
 
 class Records:
-    """Preallocated per-task record columns, flushed to a sink when full."""
+    """Preallocated per-task record columns, flushed to a sink when full.
+
+    ``remaining`` is the work (seconds on a speed-1.0 machine) a task still had to do when
+    the replay stopped; the completion kernel leaves it at its reset value 0 (finished
+    tasks have none left), and NaN means not measured (tasks submitted after the end).
+    """
 
     def __init__(self, sink: RecordSink, capacity: int = 1 << 17) -> None:
         self.sink = sink
@@ -165,6 +173,7 @@ class Records:
         if n:
             self.sink(RecordChunk(**{k: getattr(self, k)[:n].copy() for k in _REC_FIELDS}))
             self.flushed += n
+            self.remaining[:n] = 0.0  # rows the kernel fills next must read "none left"
         counters[REC_N] = 0
 
     def room(self, counters: np.ndarray, k: int) -> int:
@@ -175,7 +184,7 @@ class Records:
 
     def write_slots(self, counters: np.ndarray, t: TaskTable, slots: np.ndarray,
                     outcome: np.ndarray | int, end: np.ndarray | float,
-                    instance: np.ndarray) -> None:
+                    instance: np.ndarray, remaining: np.ndarray | float = 0.0) -> None:
         """Record tasks still held in slots (vectorized; used for the end and for kills)."""
         for lo in range(0, len(slots), self.capacity):
             part = slots[lo : lo + self.capacity]
@@ -194,10 +203,12 @@ class Records:
             self.evictions[i:j] = t.evictions[part]
             self.wasted[i:j] = t.wasted[part]
             self.locality[i:j] = t.locality[part]
+            self.remaining[i:j] = (remaining if np.isscalar(remaining)
+                                   else remaining[lo : lo + len(part)])
             counters[REC_N] = j
 
     def write_rows(self, counters: np.ndarray, rows: np.ndarray, job: np.ndarray,
-                   outcome: int) -> None:
+                   outcome: int, remaining: np.ndarray | float = 0.0) -> None:
         """Record tasks that never held a slot (unschedulable, after the horizon)."""
         for lo in range(0, len(rows), self.capacity):
             part = rows[lo : lo + self.capacity]
@@ -214,4 +225,6 @@ class Records:
             self.evictions[i:j] = 0
             self.wasted[i:j] = 0.0
             self.locality[i:j] = -1
+            self.remaining[i:j] = (remaining if np.isscalar(remaining)
+                                   else remaining[lo : lo + len(part)])
             counters[REC_N] = j

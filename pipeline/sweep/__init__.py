@@ -1,71 +1,137 @@
-"""The sweep stage: replay traces x policies x parameter grid x seeds in parallel with Dask."""
+"""The sweep stage: replay traces x policies x parameter grid x seeds in parallel with Dask.
+
+Each trace's runs live under ``runs_dir/<trace>/`` with an ``index.json`` listing, per sweep
+definition (the params file, as a path relative to the index), the runs it made there.  A
+re-run skips finished runs and prunes only what that same definition ran before and no
+longer holds (runs of older code or of grid values since removed), and lists what it
+removed.  Runs it does not own (another params file's grid, runs copied in by hand) are kept
+and counted; ``prune=True`` removes them too.  ``params.yaml`` is checked whole first
+(:mod:`pipeline.params`), so a misspelt key is an error rather than a smaller grid.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pipeline.errors import UsageError
+from pipeline.params import read_params
 from pipeline.sweep.grid import RunSpec, build_grid, check_specs
 from pipeline.sweep.runner import run_dask, run_serial
 
-__all__ = ["RunSpec", "build_grid", "read_params", "sweep"]
+__all__ = ["RunSpec", "build_grid", "read_params", "sweep", "sweep_runs"]
 
-
-def read_params(path: Path) -> dict[str, Any]:
-    """The parsed params.yaml (a clear error when missing or malformed)."""
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise UsageError("params file not found", path) from None
-    except yaml.YAMLError as exc:
-        raise UsageError(f"invalid YAML ({exc})".replace("\n", " "), path) from None
-    if not isinstance(data, dict):
-        raise UsageError("params file must be a mapping of stage sections", path)
-    return data
+INDEX = "index.json"
 
 
 def sweep(params_path: Path = Path("params.yaml"), scheduler: str | None = None,
-          workers: int | None = None, progress: bool = True) -> dict[str, Any]:
-    """Run the ``sweep`` section of ``params_path``; write ``runs_dir/index.json``.
+          workers: int | None = None, progress: bool = True, trace: str | None = None,
+          prune: bool = False) -> dict[str, Any]:
+    """Run the ``sweep`` section of ``params_path`` (only ``trace``'s runs when given).
 
     ``scheduler``: ``None`` for a LocalCluster, ``"serial"`` to run in this process, or the
-    address of an existing dask.distributed scheduler.
+    address of an existing dask.distributed scheduler.  Writes ``runs_dir/<trace>/index.json``
+    per trace and returns counts, the indexes and the run directories it removed.
     """
     params = read_params(params_path)
     if "sweep" not in params:
         raise UsageError("no 'sweep' section", params_path)
     section = params["sweep"]
-    specs = build_grid(section, Path(params_path).resolve().parent)
+    root = Path(params_path).resolve().parent
+    specs = build_grid(section, root, trace)
     check_specs(specs)
     if scheduler == "serial":
         results = run_serial(specs, progress)
     else:
         results = run_dask(specs, scheduler, workers, progress)
-    runs_dir = Path(params_path).resolve().parent / section.get("runs_dir", "data/runs")
-    index = {"runs": [s.out_dir for s in specs], "specs": [json.loads(s.to_json()) for s in specs]}
-    _write_index(runs_dir, index)
-    stale = _prune(runs_dir, {Path(s.out_dir) for s in specs})
+    removed, kept, indexes = [], [], []
+    for name in sorted({s.trace for s in specs}):
+        trace_dir = runs_dir_of(section, root) / name
+        # the params file as seen from the index: the same wherever the project is cloned
+        definition = os.path.relpath(Path(params_path).resolve(), trace_dir)
+        mine = [s for s in specs if s.trace == name]
+        gone, others = _prune(trace_dir, mine, definition, prune)
+        removed += gone
+        kept += others
+        indexes.append(str(_write_index(trace_dir, mine, definition)))
     return {"runs": len(specs), "skipped": sum(r["skipped"] for r in results),
-            "ran": sum(not r["skipped"] for r in results), "removed_stale": stale,
-            "index": str(runs_dir / "index.json")}
+            "ran": sum(not r["skipped"] for r in results), "removed": removed,
+            "kept_other": len(kept), "indexes": indexes}
 
 
-def _prune(runs_dir: Path, current: set[Path]) -> int:
-    """Remove run directories of earlier grids or code (``runs_dir`` mirrors params.yaml)."""
-    stale = [p.parent for p in runs_dir.glob("*/*/*/run.json") if p.parent not in current]
-    for path in stale:
+def runs_dir_of(section: dict[str, Any], root: Path) -> Path:
+    """Where the sweep writes its runs (``runs_dir``, relative to the params file)."""
+    return root / section.get("runs_dir", "data/runs")
+
+
+def sweep_runs(params_path: Path) -> list[Path]:
+    """The run directories the params file's sweep made, every trace (``load --params``)."""
+    params = read_params(params_path)
+    section = params.get("sweep") or {}
+    runs_dir = runs_dir_of(section, Path(params_path).resolve().parent)
+    runs = []
+    for name in sorted(section.get("traces") or {}):
+        trace_dir = runs_dir / name
+        definition = os.path.relpath(Path(params_path).resolve(), trace_dir)
+        if not (trace_dir / INDEX).is_file():
+            raise UsageError(f"trace '{name}' has not been swept yet (run `tracereplay "
+                             "sweep`)", trace_dir / INDEX)
+        runs += sorted(_previous(trace_dir, definition))
+    return runs
+
+
+def read_index(path: Path) -> dict[str, Any]:
+    """An index's entries: definition -> {"runs": [...], "specs": [...]} (empty if none)."""
+    try:
+        index = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"unreadable sweep index ({exc})", path) from None
+    sweeps = index.get("sweeps") if isinstance(index, dict) else None
+    if not isinstance(sweeps, dict):
+        raise UsageError("not a sweep index (no 'sweeps' mapping)", path)
+    return sweeps
+
+
+def _run_dirs(trace_dir: Path) -> set[Path]:
+    """The finished run directories under one trace's runs (``<policy>/<key>/run.json``)."""
+    return {p.parent for p in trace_dir.glob("*/*/run.json")}
+
+
+def _previous(trace_dir: Path, definition: str) -> set[Path]:
+    """Run directories the last sweep of ``definition`` listed here."""
+    entry = read_index(trace_dir / INDEX).get(definition) or {}
+    return {trace_dir / str(run) for run in entry.get("runs", [])}
+
+
+def _prune(trace_dir: Path, specs: Sequence[RunSpec], definition: str,
+           prune_all: bool) -> tuple[list[str], list[Path]]:
+    """Remove this definition's runs the grid no longer holds (all foreign ones with
+    ``prune_all``); return the removed directories and the foreign ones kept."""
+    current = {Path(s.out_dir) for s in specs}
+    stale = _run_dirs(trace_dir) - current
+    owned = _previous(trace_dir, definition)
+    doomed = sorted(stale if prune_all else stale & owned)
+    for path in doomed:
         shutil.rmtree(path)
-    return len(stale)
+    return [str(p) for p in doomed], sorted(stale - set(doomed))
 
 
-def _write_index(runs_dir: Path, index: dict[str, Any]) -> None:
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    tmp = runs_dir / ".index.json.tmp"
-    tmp.write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
-    tmp.replace(runs_dir / "index.json")
-
+def _write_index(trace_dir: Path, specs: Sequence[RunSpec], definition: str) -> Path:
+    """Record in ``index.json`` the definition's runs (paths relative to the index)."""
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    sweeps = read_index(trace_dir / INDEX)
+    sweeps[definition] = {
+        "runs": [str(Path(s.out_dir).relative_to(trace_dir)) for s in specs],
+        "specs": [{k: v for k, v in json.loads(s.to_json()).items()
+                   if k not in ("trace_dir", "out_dir", "files_dir")} for s in specs],
+    }
+    tmp = trace_dir / f".{INDEX}.tmp"
+    tmp.write_text(json.dumps({"sweeps": sweeps}, indent=1, sort_keys=True) + "\n")
+    tmp.replace(trace_dir / INDEX)
+    return trace_dir / INDEX

@@ -35,6 +35,7 @@ from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.replay.param_files import param_file_digests
+from pipeline.trace.identity import content_digest
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class RunSpec:
     key: str = ""
     out_dir: str = ""
     files_dir: str = ""  # where relative file parameters are read from ("": current directory)
+    drain: bool = False
 
     def to_json(self) -> str:
         """The specification as canonical JSON (sorted keys)."""
@@ -80,25 +82,34 @@ def code_digest() -> str:
 
 
 def trace_digest(trace_dir: Path) -> str:
-    """sha256 of the trace's manifest (which names its sources by hash): the trace's identity."""
-    manifest = Path(trace_dir) / "manifest.json"
-    if not manifest.is_file():
+    """The trace's identity: the digest of its contents (:mod:`pipeline.trace.identity`)."""
+    if not (Path(trace_dir) / "manifest.json").is_file():
         raise UsageError(f"not a canonical trace (no manifest.json): {trace_dir}")
-    return hashlib.sha256(manifest.read_bytes()).hexdigest()
+    return content_digest(Path(trace_dir))
 
 
-def build_grid(section: Mapping[str, Any], root: Path = Path(".")) -> list[RunSpec]:
-    """Every run of the ``sweep`` section, in a stable order, with its key and directory."""
+def build_grid(section: Mapping[str, Any], root: Path = Path("."),
+               only: str | None = None) -> list[RunSpec]:
+    """Every run of the ``sweep`` section (of trace ``only`` when given), in a stable order,
+    with its key and directory."""
     traces = _mapping(section, "traces")
     policies = _mapping(section, "policies")
     clusters = section.get("clusters") or {"fixed": {"kind": "fixed"}}
     seeds = section.get("seeds", [0])
     runs_dir = root / section.get("runs_dir", "data/runs")
+    drain = section.get("drain", False)
     if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
         raise UsageError("sweep.seeds must be a list of integers", field="sweep.seeds")
+    if not isinstance(drain, bool):
+        raise UsageError("sweep.drain must be true or false", field="sweep.drain")
+    if only is not None and only not in traces:
+        raise UsageError(f"trace '{only}' is not in sweep.traces (traces: "
+                         f"{', '.join(sorted(traces))})", field="sweep.traces")
     specs = []
     code = code_digest()
     for trace, trace_path in sorted(traces.items()):
+        if only is not None and trace != only:
+            continue
         digest = trace_digest(root / trace_path) + code
         for policy, params in sorted(policies.items()):
             for combo in expand(params or {}):
@@ -109,7 +120,7 @@ def build_grid(section: Mapping[str, Any], root: Path = Path(".")) -> list[RunSp
                         for seed in seeds:
                             specs.append(_spec(trace, str(root / trace_path), digest, policy,
                                                combo, files, kind, options, seed, runs_dir,
-                                               root))
+                                               root, drain))
     return specs
 
 
@@ -125,15 +136,15 @@ def _file_digests(policy: str, params: dict[str, Any], root: Path) -> dict[str, 
 
 def _spec(trace: str, trace_dir: str, digest: str, policy: str, params: dict,
           files: dict[str, str], kind: str, options: dict, seed: int, runs_dir: Path,
-          root: Path) -> RunSpec:
+          root: Path, drain: bool) -> RunSpec:
     what = {"trace": digest, "policy": policy, "params": params, "cluster": kind,
-            "options": options, "seed": seed}
-    if files:  # only then, so runs without configuration files keep their keys
+            "options": options, "seed": seed, "drain": drain}
+    if files:
         what["files"] = files
     key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
     out_dir = runs_dir / trace / policy / key
     return RunSpec(trace, trace_dir, policy, params, kind, options, seed, key, str(out_dir),
-                   str(root.resolve()))
+                   str(root.resolve()), drain)
 
 
 def check_specs(specs: list[RunSpec]) -> None:
@@ -150,10 +161,12 @@ def check_specs(specs: list[RunSpec]) -> None:
             raise UsageError(f"unknown cluster kind '{spec.cluster}' (known: "
                              f"{', '.join(CLUSTER_KINDS)})", field="sweep.clusters")
         for option in spec.cluster_options:
-            if option not in CLUSTER_PARAMS or (spec.cluster == "fixed"
-                                                and option in ELASTIC_ONLY):
-                raise UsageError(f"cluster option '{option}' does not apply to a "
-                                 f"{spec.cluster} cluster", field="sweep.clusters")
+            if option not in CLUSTER_PARAMS:
+                raise UsageError(f"unknown cluster option '{option}' (known: kind, "
+                                 f"{', '.join(CLUSTER_PARAMS)})", field="sweep.clusters")
+            if spec.cluster == "fixed" and option in ELASTIC_ONLY:
+                raise UsageError(f"cluster option '{option}' does not apply to a fixed "
+                                 "cluster", field="sweep.clusters")
 
 
 def _mapping(section: Mapping[str, Any], name: str) -> Mapping[str, Any]:

@@ -34,11 +34,22 @@ class SourceFile:
 
 @dataclass
 class Manifest:
-    """Everything a reader needs to trust a canonical trace directory."""
+    """Everything a reader needs to trust a canonical trace directory.
+
+    ``window_start_s``/``window_end_s``: the observation window, the span of time the trace
+    describes (seconds from the time origin); replays measure cost and utilization over it.
+    ``window_source`` says where it came from.  ``digest``: the content digest of the tables
+    as written and validated by ingest (:mod:`pipeline.trace.identity`); a replay that finds
+    the same digest knows the trace is the validated one.
+    """
 
     source_format: str
     units: dict[str, str] = field(default_factory=dict)
     time_origin: str = ""
+    window_start_s: float | None = None
+    window_end_s: float | None = None
+    window_source: str = ""
+    digest: str = ""
     format_version: int = FORMAT_VERSION
     created_by: str = ""
     sources: list[SourceFile] = field(default_factory=list)

@@ -33,12 +33,13 @@ def tasks(rows: list[dict]) -> pl.DataFrame:
     base = {"task_id": "t", "job_id": "j", "user": "u", "submit_s": 0.0, "ready_s": 0.0,
             "first_start_s": None, "start_s": None, "end_s": None, "outcome": "finished",
             "cpu": 1.0, "mem": 1.0, "gpu": 0.0, "cpu_used": None, "mem_used": None,
-            "wasted_s": 0.0, "preemptions": 0, "evictions": 0, "locality": None}
+            "wasted_s": 0.0, "preemptions": 0, "evictions": 0, "locality": None,
+            "remaining_s": 0.0, "censored": False}
     full = [{**base, "first_start_s": r.get("start_s"), **r} for r in rows]
     return pl.DataFrame(full, schema_overrides={
         "first_start_s": pl.Float64, "start_s": pl.Float64, "end_s": pl.Float64,
         "cpu_used": pl.Float64, "mem_used": pl.Float64, "ready_s": pl.Float64,
-        "locality": pl.String})
+        "locality": pl.String, "remaining_s": pl.Float64})
 
 
 def test_node_hours_and_billing() -> None:

@@ -92,7 +92,7 @@ def test_am_limit_holds_applications_back(tmp_path: Path) -> None:
     tasks = [t for j in range(4) for t in _tasks(f"j{j}-", f"j{j}", 1, duration=10.0)]
     trace = write_trace(tmp_path / "t", [{"machine_id": "m0", "cpu": 100.0, "mem": 10.0}],
                         tasks, [_job(f"j{j}", "u") for j in range(4)])
-    replay(trace, POLICY, {}, 0, tmp_path / "run")
+    replay(trace, POLICY, {}, 0, tmp_path / "run", drain=True)
     assert sorted(_runs(tmp_path / "run")["start_s"].to_list()) == [0.0, 10.0, 20.0, 30.0]
     replay(trace, POLICY, {"max_am_resource_percent": 0.5}, 0, tmp_path / "wide")
     assert set(_runs(tmp_path / "wide")["start_s"]) == {0.0}

@@ -230,7 +230,7 @@ def test_example_file_end_to_end(tmp_path: Path) -> None:
     trace = write_trace(tmp_path / "t", [{"machine_id": f"m{i}", "cpu": 8.0, "mem": 16.0}
                                          for i in range(4)], tasks, jobs)
     params = {"allocation_file": str(CONFIGS / "fair-scheduler.xml"), "preemption": True}
-    result = replay(trace, "fair-scheduler", params, 0, tmp_path / "run")
+    result = replay(trace, "fair-scheduler", params, 0, tmp_path / "run", drain=True)
     tr = pl.read_parquet(tmp_path / "run" / "task_runs.parquet")
     assert result.metrics["tasks_finished"] == 80
     queue_of = dict(tr.select("job_id", "queue").unique().iter_rows())

@@ -35,7 +35,8 @@ def _trace(tmp: Path, jobs: list[tuple[str, str, str, float, int, float]],
 
 def _cli(tmp: Path, trace: Path, xml: str | None = None, *sets: str) -> dict[str, list]:
     """Run ``tracereplay replay`` (optionally with an allocation file); job -> start times."""
-    args = ["replay", str(trace), "--policy", "fair-scheduler", "--out", str(tmp / "run")]
+    args = ["replay", str(trace), "--policy", "fair-scheduler", "--out", str(tmp / "run"),
+            "--drain"]
     if xml is not None:
         path = tmp / "fair-scheduler.xml"
         path.write_text(f"<allocations>{xml}</allocations>")

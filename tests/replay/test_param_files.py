@@ -74,7 +74,8 @@ def test_relative_configuration_paths_and_missing_files(trace: Path, tmp_path: P
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")
     params = {"config": "configs/cs.xml"}
-    result = replay(trace, "capacity-scheduler", params, 0, tmp_path / "r", files_dir=tmp_path)
+    result = replay(trace, "capacity-scheduler", params, 0, tmp_path / "r", files_dir=tmp_path,
+                    drain=True)
     assert result.run["params"]["config"] == "configs/cs.xml"  # kept as given
     assert result.metrics["tasks_finished"] == len(TASKS)
     with pytest.raises(UsageError, match="parameter 'config': no such file") as err:

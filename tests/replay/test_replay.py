@@ -143,7 +143,9 @@ def test_policies_listing_is_json() -> None:
 
 
 def test_google_2011_sample(shared_traces: Path, tmp_path: Path) -> None:
-    """The ingested Google 2011 sample replays on its machines and on an elastic cluster."""
+    """The ingested Google 2011 sample replays on its machines and on an elastic cluster,
+    measured over its window: every task runs from before the window to its end (censored),
+    so none finishes, and the fixed cluster bills its machines for exactly the window."""
     stage = pytest.importorskip("pipeline.ingest.stage")
     src = shared_traces / "google-clusterdata-2011-2"
     try:
@@ -156,6 +158,16 @@ def test_google_2011_sample(shared_traces: Path, tmp_path: Path) -> None:
             result = replay(tmp_path / "g", policy, {}, 0, tmp_path / f"{policy}-{cluster}",
                             cluster=cluster, cluster_options=options)
             tr = pl.read_parquet(tmp_path / f"{policy}-{cluster}" / "task_runs.parquet")
-            assert tr.height == n and result.metrics["tasks_finished"] > 0.9 * n
-            if cluster == "elastic":
+            m, window = result.metrics, result.run["window"]
+            assert tr.height == n and m["tasks_finished"] == 0
+            assert m["tasks_censored"] == m["tasks_unfinished"] > 0.99 * n
+            assert result.run["measured"]["to_s"] == window["end_s"] == pytest.approx(4998.9,
+                                                                                     abs=0.1)
+            if cluster == "fixed":
+                machines = pl.read_parquet(tmp_path / "g" / "machines.parquet").height
+                assert m["node_hours"] == pytest.approx(machines * window["end_s"] / 3600)
+                assert m["backlog_tasks"] < 0.001 * n  # the trace ran them all on these
+            else:
                 assert result.run["cluster"]["node_cpu"] > 0
+                assert m["node_hours"] <= 500 * window["end_s"] / 3600
+                assert m["backlog_tasks"] > 0.5 * n  # 500 nodes hold far fewer

@@ -112,6 +112,61 @@ def test_horizon_leaves_unfinished_tasks() -> None:
     assert sim.cluster.intervals.rows[0][3] == 40.0
 
 
+def test_horizon_bills_the_fixed_cluster_for_exactly_the_window() -> None:
+    """Machines are billed to the window's end, minus their downtime, however early the
+    tasks finish: the same node-hours for every policy."""
+    clu = cluster(n=2, periods=[(0, 0.0, np.inf), (1, 0.0, 40.0), (1, 60.0, np.inf)])
+    recs, _ = run(clu, [batch([0, 0], [10, 10])], horizon_s=100.0)
+    assert all(r["outcome"] == "finished" for r in recs.values())
+    spans = sorted((row[1], row[3]) for row in clu.intervals.rows)
+    assert spans == [(0.0, 40.0), (0.0, 100.0), (60.0, 100.0)]
+
+
+def test_running_tasks_report_the_work_left_at_the_horizon() -> None:
+    recs, _ = run(cluster(n=1, cpu=1.0, mem=1.0), [batch([0, 0], [150, 30])], horizon_s=100.0)
+    running = next(r for r in recs.values() if r["start"] == 0.0)
+    waiting = next(r for r in recs.values() if np.isnan(r["start"]))
+    assert running["outcome"] == "unfinished" and running["remaining"] == 50.0
+    assert waiting["outcome"] == "unfinished" and waiting["remaining"] in (150.0, 30.0)
+
+
+def test_censored_tasks_run_until_the_window_end() -> None:
+    """A task the trace saw running at its window's end runs to the window's end whatever
+    its recorded duration, even when it started late or was evicted and restarted."""
+    clu = cluster(n=2, cpu=1.0, mem=1.0,
+                  periods=[(0, 0.0, np.inf), (1, 0.0, 40.0), (1, 50.0, np.inf)])
+    b = batch([0, 0, 10], [20, 100, 5], censored=np.array([True, True, False]))
+    recs, _ = run(clu, [b], horizon_s=100.0, censor_at_s=100.0)
+    assert recs[0]["outcome"] == recs[1]["outcome"] == "unfinished"
+    evicted = next(r for r in recs.values() if r["evictions"])
+    # m1 is back at 50: the short task waiting since 10 runs first, then the restart
+    assert recs[2]["outcome"] == "finished" and recs[2]["end"] == 55.0
+    assert evicted["wasted"] == 40.0 and evicted["start"] == 55.0
+
+
+def test_drain_stops_censored_tasks_at_the_window_end() -> None:
+    """Draining, other tasks run on, censored ones stop at the window's end (``end`` set,
+    unfinished) and those still waiting then never start."""
+    clu = cluster(n=1, cpu=1.0, mem=1.0)
+    b = batch([0, 5, 95], [30, 40, 50], censored=np.array([True, True, False]))
+    recs, sim = run(clu, [b], censor_at_s=100.0)
+    assert recs[0]["outcome"] == "unfinished" and recs[0]["end"] == 100.0
+    assert recs[0]["remaining"] == 0.0  # it ran its whole recorded 30 s and more
+    assert recs[1]["outcome"] == "unfinished" and np.isnan(recs[1]["start"])
+    assert recs[1]["remaining"] == 40.0
+    assert recs[2]["outcome"] == "finished" and recs[2]["start"] == 100.0
+    assert recs[2]["end"] == 150.0 and sim.last_s == 150.0
+
+
+def test_elastic_nodes_are_released_before_the_horizon() -> None:
+    spec = ClusterSpec(kind="elastic", node_cpu=4.0, node_mem=4.0, min_nodes=1, max_nodes=3,
+                       initial_nodes=3, idle_s=10.0)
+    clu = ElasticCluster(spec)
+    run(clu, [batch([0, 0, 0], [10, 10, 10], cpu=[3.0] * 3)], horizon_s=100.0)
+    downs = sorted(row[3] for row in clu.intervals.rows)
+    assert downs == [20.0, 20.0, 100.0]  # idle ones released, the minimum kept to the end
+
+
 def test_node_down_evicts_and_requeues() -> None:
     clu = cluster(n=1, periods=[(0, 0.0, 10.0), (0, 20.0, np.inf)])
     recs, _ = run(clu, [batch([0], [15])])

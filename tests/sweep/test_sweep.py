@@ -141,3 +141,86 @@ def test_configuration_file_contents_are_part_of_the_key(
         keys()
     assert err.value.field == "sweep.policies.capacity-scheduler.config"
     assert "cs.xml" in str(err.value)
+
+
+def _section(trace: Path, **extra: object) -> dict:
+    return {"traces": {"t": str(trace)}, "runs_dir": "runs",
+            "policies": {"yarn-uniform": {}}, **extra}
+
+
+def _write(path: Path, data: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _finished(root: Path) -> set[Path]:
+    return {p.parent for p in (root / "runs").rglob("run.json")}
+
+
+@pytest.mark.parametrize(("typo", "bad", "known"), [
+    ({"sweep": {"seed": [1]}}, "seed", "seeds"),
+    ({"sweep": {"cluster": {}}}, "cluster", "clusters"),
+    ({"sweep": {"run_dir": "x"}}, "run_dir", "runs_dir"),
+    ({"generate": {"machine": 5}}, "machine", "machines"),
+    ({"sweeps": {}}, "sweeps", "sweep"),
+    ({"ingest": {"traces": {"d": {"fromat": "x"}}}}, "fromat", "format"),
+])
+def test_a_misspelt_params_key_is_an_error_naming_it(trace: Path, tmp_path: Path, typo: dict,
+                                                      bad: str, known: str) -> None:
+    data = {"sweep": _section(trace)}
+    for section, values in typo.items():
+        data[section] = {**data.get(section, {}), **values}
+    path = _write(tmp_path / "params.yaml", data)
+    with pytest.raises(UsageError, match=f"unknown (key|section) '{bad}'.*{known}"):
+        sweep(path, scheduler="serial", progress=False)
+    assert not (tmp_path / "runs").exists()  # nothing ran, nothing was pruned
+
+
+def test_pruning_removes_only_this_sweeps_own_old_runs(trace: Path, tmp_path: Path) -> None:
+    big = {"sweep": {**_section(trace), "clusters": {
+        "fixed": {"kind": "fixed"}, "elastic": {"kind": "elastic", "idle_s": 0}}}}
+    first = sweep(_write(tmp_path / "params.yaml", big), scheduler="serial", progress=False)
+    assert first["ran"] == 2 and first["removed"] == []
+    runs = _finished(tmp_path)
+    # another params file with a smaller grid in the same runs_dir keeps the others' runs
+    small = _write(tmp_path / "other.yaml", {"sweep": _section(trace)})
+    other = sweep(small, scheduler="serial", progress=False)
+    assert other["removed"] == [] and other["kept_other"] == 1 and _finished(tmp_path) == runs
+    # the first definition shrinks its own grid: it removes its own run, and says which
+    shrunk = sweep(_write(tmp_path / "params.yaml", {"sweep": _section(trace)}),
+                   scheduler="serial", progress=False)
+    assert len(shrunk["removed"]) == 1 and "yarn-uniform" in shrunk["removed"][0]
+    assert _finished(tmp_path) == runs - {Path(shrunk["removed"][0])}
+    # runs nobody owns (copied in by hand) stay unless --prune
+    stray = tmp_path / "runs" / "t" / "yarn-uniform" / "by-hand"
+    stray.mkdir()
+    (stray / "run.json").write_text("{}")
+    kept = sweep(small, scheduler="serial", progress=False)
+    assert kept["removed"] == [] and kept["kept_other"] == 1 and stray.exists()
+    pruned = sweep(small, scheduler="serial", progress=False, prune=True)
+    assert pruned["removed"] == [str(stray)] and not stray.exists()
+
+
+def test_an_edited_trace_gets_new_run_ids_and_is_swept_again(trace: Path,
+                                                             tmp_path: Path) -> None:
+    """Editing tasks.parquet (the trace still validates) changes its identity."""
+    import shutil
+
+    import polars as pl
+
+    from pipeline.replay import replay
+    from pipeline.trace.validate import validate
+
+    copy = tmp_path / "trace"
+    shutil.copytree(trace, copy)
+    params = _write(tmp_path / "params.yaml", {"sweep": _section(copy)})
+    assert sweep(params, scheduler="serial", progress=False)["ran"] == 1
+    before = replay(copy, "yarn-uniform", {}, 0, tmp_path / "hand1").run_id
+    part = sorted((copy / "tasks.parquet").glob("*.parquet"))[0]
+    tasks = pl.read_parquet(part)
+    tasks.with_columns(pl.col("duration_s") * 2).write_parquet(part)
+    assert validate(copy).ok
+    again = sweep(params, scheduler="serial", progress=False)
+    assert again["ran"] == 1 and len(again["removed"]) == 1
+    assert replay(copy, "yarn-uniform", {}, 0, tmp_path / "hand2").run_id != before
