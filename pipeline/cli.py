@@ -260,6 +260,9 @@ def load(
     params: Annotated[Path | None, typer.Option(
         help="Also load every run of this params file's sweep (each trace's index.json).")
                       ] = None,
+    summary: Annotated[Path | None, typer.Option(
+        help="Also write what was loaded (run ids, rows, views) to this JSON file: the same "
+             "for the same runs, unlike the database file's bytes (dvc tracks it).")] = None,
 ) -> None:
     """Load run directories into the DuckDB warehouse (idempotent, one transaction)."""
     from pipeline.sweep import sweep_runs
@@ -268,7 +271,20 @@ def load(
     paths = expand_runs(list(runs or []))
     if params is not None:
         paths = [*sweep_runs(params), *paths]
-    typer.echo(json.dumps(run_load(paths, db, baseline=baseline), default=str))
+    result = run_load(paths, db, baseline=baseline)
+    if summary is not None:
+        loaded = {k: result[k] for k in ("rows", "views")}
+        loaded["run_ids"] = sorted(result["run_ids"])
+        write_json_atomic(summary, loaded)
+    typer.echo(json.dumps(result, default=str))
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` as sorted JSON to ``path`` through a temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
 
 
 def expand_runs(paths: list[Path]) -> list[Path]:

@@ -26,6 +26,7 @@ TASK_RUNS = "task_runs.parquet"
 NODE_INTERVALS = "node_intervals.parquet"
 METRICS = "metrics.parquet"
 RUN_JSON = "run.json"
+PROVENANCE_JSON = "provenance.json"
 QUEUES = "queues.parquet"
 BUCKET_ROWS = 1 << 20
 

@@ -1,11 +1,13 @@
 """The replay stage: one canonical trace x one policy (+ params, seed, cluster) -> a run directory.
 
 The run directory is written atomically (a temporary directory renamed into place) and
-holds ``task_runs.parquet``, ``node_intervals.parquet``, ``metrics.parquet`` and
-``run.json``.  ``run_id`` is a stable hash of the trace's content (its manifest), the policy,
-its resolved parameters, the contents of the files its file parameters name (a scheduler
-configuration: :mod:`.param_files`), the seed, the cluster and the core options; the run's
-random generator is seeded from the same hash, so the same inputs give byte-identical tables.
+holds ``task_runs.parquet``, ``node_intervals.parquet``, ``metrics.parquet``, ``run.json``
+(what the run is: identical for the same run on any machine) and ``provenance.json`` (where,
+when and how long: wall time, code version, the trace's absolute path).  ``run_id`` is a
+stable hash of the trace's content digest, the policy, its resolved parameters, the contents
+of the files its file parameters name (a scheduler configuration: :mod:`.param_files`), the
+seed, the cluster and the core options; the run's random generator is seeded from the same
+hash, so the same inputs give byte-identical tables.
 
 On an elastic cluster the trace's machines do not exist, so a task's ``inputs`` can never be
 local: tasks with inputs get locality ``any``.
@@ -140,20 +142,25 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
         measured = {"from_s": window.start_s, "to_s": summary.end_s,
                     "drained": options.horizon_s is None}
         metrics = _write_metrics(tmp, run_id, measured["from_s"], measured["to_s"])
+        counts = asdict(summary)
         run = {
-            "run_id": run_id, "trace": trace.dir.name, "trace_path": str(trace.dir.resolve()),
+            "run_id": run_id, "trace": trace.dir.name,
             "trace_digest": digest, "trace_validated": trace.validated,
             "window": asdict(window), "measured": measured, "policy": policy,
             "params": resolved, "seed": int(seed), "cluster": spec.to_dict(),
             "sim": asdict(options),
             **({"param_files": {name: {"path": resolved[name], "sha256": sha}
                                 for name, sha in file_digests.items()}} if files else {}),
-            "summary": asdict(summary), "wall_s": round(time.perf_counter() - started, 3),
-            "code_version": code_version(),
+            "summary": {k: v for k, v in counts.items() if k != "sim_s"},
+        }
+        provenance = {
+            "trace_path": str(trace.dir.resolve()), "sim_s": counts["sim_s"],
+            "wall_s": round(time.perf_counter() - started, 3), "code_version": code_version(),
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         out.write_json(run, tmp / out.RUN_JSON)
-    return RunResult(run_id, Path(out_dir), run, metrics)
+        out.write_json(provenance, tmp / out.PROVENANCE_JSON)
+    return RunResult(run_id, Path(out_dir), {**run, **provenance}, metrics)
 
 
 def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: ClusterSpec,

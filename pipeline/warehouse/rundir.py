@@ -52,6 +52,7 @@ def read_run_dir(path: Path) -> RunDir:
     if not path.is_dir():
         raise TraceError("not a run directory", path)
     meta = read_run_json(path / "run.json")
+    meta = {**read_provenance(path / "provenance.json"), **meta}
     files = {name: table_files(path, name) for name in REQUIRED_COLUMNS}
     for name, parts in files.items():
         for part in parts:
@@ -81,6 +82,19 @@ def read_run_json(path: Path) -> dict[str, Any]:
         if meta.get(key) is not None and not isinstance(meta[key], dict):
             raise TraceError("expected a JSON object", path, field=key)
     return meta
+
+
+def read_provenance(path: Path) -> dict[str, Any]:
+    """Where, when and how long a run ran (``provenance.json``; empty when absent)."""
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TraceError(f"unreadable JSON ({exc})", path) from exc
+    if not isinstance(data, dict):
+        raise TraceError("expected a JSON object", path)
+    return data
 
 
 def table_files(run: Path, name: str) -> list[Path]:

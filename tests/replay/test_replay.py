@@ -31,12 +31,17 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_run_directory(trace: Path, tmp_path: Path) -> None:
     result = replay(trace, "yarn-uniform", {}, 3, tmp_path / "run")
     names = sorted(p.name for p in (tmp_path / "run").iterdir())
-    assert names == ["metrics.parquet", "node_intervals.parquet", "run.json",
-                     "task_runs.parquet"]
+    assert names == ["metrics.parquet", "node_intervals.parquet", "provenance.json",
+                     "run.json", "task_runs.parquet"]
     run = json.loads((tmp_path / "run" / "run.json").read_text())
-    for key in ("run_id", "trace", "policy", "params", "seed", "wall_s", "code_version",
-                "created_at"):
+    for key in ("run_id", "trace", "policy", "params", "seed", "window", "measured"):
         assert key in run
+    provenance = json.loads((tmp_path / "run" / "provenance.json").read_text())
+    assert set(provenance) >= {"wall_s", "code_version", "created_at", "trace_path"}
+    # what the run is does not depend on where, when or how fast it ran
+    again = replay(trace, "yarn-uniform", {}, 3, tmp_path / "again")
+    assert (tmp_path / "again" / "run.json").read_bytes() == (
+        tmp_path / "run" / "run.json").read_bytes() and again.run_id == result.run_id
     assert run["run_id"] == result.run_id and run["seed"] == 3 and run["trace"] == "trace"
     tr = pl.read_parquet(tmp_path / "run" / "task_runs.parquet")
     assert tr.columns == TASK_RUNS_SCHEMA.names and tr.schema["outcome"] == pl.String
