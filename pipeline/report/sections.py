@@ -175,8 +175,8 @@ def unschedulable_table(unschedulable: pl.DataFrame) -> pl.DataFrame:
 
 
 def parameters_table(summary: pl.DataFrame) -> pl.DataFrame:
-    """Per run: what was replayed and how."""
+    """Per run: what was replayed and how (where, when and how fast it ran is provenance,
+    kept in the warehouse's ``runs`` table, so the same results give the same report)."""
     return summary.select(
         "run_id", "policy", pl.col("params_text").alias("params"), "seed", "cluster_mode",
-        "wall_s", "code_version", "created_at",
     )
