@@ -17,6 +17,17 @@ create table if not exists runs (
     loaded_at    timestamp
 );
 
+-- Since runs are measured over the trace's window and list their effective settings:
+-- params = the settings actually used (configuration files included), settings = each
+-- one's value and source, params_given = the parameters as the user set them.
+alter table runs add column if not exists params_given json;
+alter table runs add column if not exists settings json;
+alter table runs add column if not exists window_start_s double;
+alter table runs add column if not exists window_end_s double;
+alter table runs add column if not exists measured_from_s double;
+alter table runs add column if not exists measured_to_s double;
+alter table runs add column if not exists drained boolean;
+
 create table if not exists task_runs (
     run_id     varchar not null,
     task_id    varchar,

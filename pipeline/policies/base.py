@@ -11,13 +11,14 @@ The interface it implements is documented in :mod:`pipeline.sim.interface`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from pipeline.errors import UsageError
+from pipeline.policies.settings import Setting, parameter_settings
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -99,6 +100,17 @@ class PolicyBase:
     def get_params(self) -> dict[str, Any]:
         """The parameter values this object was built with (defaults filled in)."""
         return {key: getattr(self, key) for key in self.PARAMS}
+
+    def effective_settings(self, given: Collection[str]) -> dict[str, Setting]:
+        """Every setting the run uses, with its source (:mod:`pipeline.policies.settings`):
+        the parameters (``given`` = the names the user set), overlaid by what the
+        policy's configuration files decide (:meth:`file_settings`)."""
+        return {**parameter_settings(self.get_params(), given), **self.file_settings()}
+
+    def file_settings(self) -> dict[str, Setting]:
+        """Settings read from configuration files, replacing parameters of the same name
+        (none by default; the policies that read a file override this)."""
+        return {}
 
     def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
         """Prepare per-run state; the default keeps the cluster facts and the generator."""

@@ -143,11 +143,13 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
                     "drained": options.horizon_s is None}
         metrics = _write_metrics(tmp, run_id, measured["from_s"], measured["to_s"])
         counts = asdict(summary)
+        settings = _settings(sim.policy, params or {}, opened, resolved)
         run = {
             "run_id": run_id, "trace": trace.dir.name,
             "trace_digest": digest, "trace_validated": trace.validated,
             "window": asdict(window), "measured": measured, "policy": policy,
-            "params": resolved, "seed": int(seed), "cluster": spec.to_dict(),
+            "params": resolved, "settings": settings, "seed": int(seed),
+            "cluster": spec.to_dict(),
             "sim": asdict(options),
             **({"param_files": {name: {"path": resolved[name], "sha256": sha}
                                 for name, sha in file_digests.items()}} if files else {}),
@@ -161,6 +163,18 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
         out.write_json(run, tmp / out.RUN_JSON)
         out.write_json(provenance, tmp / out.PROVENANCE_JSON)
     return RunResult(run_id, Path(out_dir), {**run, **provenance}, metrics)
+
+
+def _settings(policy: Any, given: Mapping[str, Any], opened: Mapping[str, Any],
+              resolved: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings the run used and their sources, naming files as the user gave them."""
+    settings = policy.effective_settings(set(given))
+    for name, value in resolved.items():
+        if opened.get(name) != value:  # a file parameter, opened from another directory
+            for entry in settings.values():
+                entry["source"] = entry["source"].replace(str(opened[name]), str(value))
+            settings[name]["value"] = value
+    return settings
 
 
 def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: ClusterSpec,

@@ -68,6 +68,9 @@ class ReportData:
 def read_report_data(db: Path, baseline: str) -> ReportData:
     """Read every report view of warehouse ``db``, comparing costs against ``baseline``."""
     with connect(db, read_only=True) as con:
+        # One thread sums floats in one order: the same warehouse gives the same report,
+        # byte for byte (dvc.lock tracks it).
+        con.execute("set threads = 1")
         if not _has_runs(con):
             raise TraceError("the warehouse holds no runs (load some with `tracereplay load`)",
                              db)

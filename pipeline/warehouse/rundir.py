@@ -31,8 +31,8 @@ OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 REQUIRED_KEYS = ("run_id", "trace", "policy", "seed")
 KNOWN_KEYS = (
-    "run_id", "trace", "trace_path", "policy", "params", "seed", "wall_s", "code_version",
-    "created_at", "cluster",
+    "run_id", "trace", "trace_path", "policy", "params", "settings", "seed", "wall_s",
+    "code_version", "created_at", "cluster", "window", "measured",
 )
 
 
@@ -122,14 +122,31 @@ def check_columns(path: Path, required: tuple[str, ...]) -> None:
 
 
 def runs_row(meta: dict[str, Any], run: Path) -> dict[str, Any]:
-    """The ``runs`` row of a run: known keys as columns, JSON objects as text, the rest in extra."""
+    """The ``runs`` row of a run: known keys as columns, JSON objects as text, the rest in extra.
+
+    ``params`` holds the settings the run actually used (configuration files included) when
+    run.json lists them (``settings``: value and source of each), else its parameters;
+    ``params_given`` the parameters as resolved from what the user set.
+    """
     extra = {k: v for k, v in meta.items() if k not in KNOWN_KEYS}
+    settings = meta.get("settings")
+    used = ({k: s.get("value") for k, s in settings.items()} if isinstance(settings, dict)
+            else meta.get("params"))
+    window = meta.get("window") if isinstance(meta.get("window"), dict) else {}
+    measured = meta.get("measured") if isinstance(meta.get("measured"), dict) else {}
     return {
         "run_id": str(meta["run_id"]),
         "trace": str(meta["trace"]),
         "trace_path": _text(meta.get("trace_path")),
         "policy": str(meta["policy"]),
-        "params": json.dumps(meta.get("params") or {}, sort_keys=True),
+        "params": json.dumps(used or {}, sort_keys=True),
+        "params_given": json.dumps(meta.get("params") or {}, sort_keys=True),
+        "settings": json.dumps(settings or {}, sort_keys=True),
+        "window_start_s": window.get("start_s"),
+        "window_end_s": window.get("end_s"),
+        "measured_from_s": measured.get("from_s"),
+        "measured_to_s": measured.get("to_s"),
+        "drained": measured.get("drained"),
         "seed": meta["seed"],
         "wall_s": meta.get("wall_s"),
         "code_version": _text(meta.get("code_version")),

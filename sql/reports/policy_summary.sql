@@ -3,6 +3,9 @@
 -- whose values differ between the trace's runs of that policy (`policy k=v,k=v`; all of them
 -- are in `params_text`), the cluster mode unless fixed (`[elastic]`), and where two different
 -- configurations would still look alike, a short hash of the configuration (`#1a2b3c`).
+-- `params` are the settings the run used (configuration files included; `runs.settings`
+-- says where each came from).  Metrics are over `measured_from_s`..`measured_to_s`: the
+-- trace's window, or the whole run when it drained; the backlog is what was left undone.
 with runs as (
     select * from runs
 ),
@@ -31,7 +34,12 @@ metric_columns as (
         max(value) filter (where metric = 'tasks_finished')      as tasks_finished,
         max(value) filter (where metric = 'tasks_unschedulable') as tasks_unschedulable,
         max(value) filter (where metric = 'preemptions')         as preemptions,
-        max(value) filter (where metric = 'wasted_task_s')       as wasted_task_s
+        max(value) filter (where metric = 'wasted_task_s')       as wasted_task_s,
+        max(value) filter (where metric = 'tasks_unfinished')    as tasks_unfinished,
+        max(value) filter (where metric = 'tasks_censored')      as tasks_censored,
+        max(value) filter (where metric = 'backlog_tasks')       as backlog_tasks,
+        max(value) filter (where metric = 'backlog_task_s')      as backlog_task_s,
+        max(value) filter (where metric = 'evictions')           as evictions
     from metrics
     group by run_id
 ),
@@ -115,6 +123,9 @@ final as (
         labelled.label,
         labelled.cluster_mode,
         labelled.config_id,
+        labelled.window_end_s,
+        labelled.measured_to_s,
+        labelled.drained,
         labelled.wall_s,
         labelled.code_version,
         labelled.created_at,

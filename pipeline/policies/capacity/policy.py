@@ -47,10 +47,12 @@ from pipeline.policies.capacity.preemption import PartitionRound, PreemptionTime
 from pipeline.policies.capacity.prepare import scan_pending, scan_running
 from pipeline.policies.capacity.report import label_columns
 from pipeline.policies.capacity.resources import QueueCaps
+from pipeline.policies.capacity.settings import capacity_file_settings
 from pipeline.policies.capacity.state import app_limits, leaf_settings, up_resources
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.policies.queues import QueuePlacement, groups_provider
 from pipeline.policies.queues.report import queue_rows
+from pipeline.policies.settings import Setting
 from pipeline.sim.interface import ClusterInfo, Decisions, PendingView, SchedView
 
 
@@ -125,6 +127,10 @@ class CapacityScheduler(PolicyBase):
             ordering=self.ordering, calculator=self.resource_calculator,
             max_am_percent=self.max_am_resource_percent, preemption=self.preemption,
             max_applications=self.maximum_applications, node_labels=self.node_labels)
+
+    def file_settings(self) -> dict[str, Setting]:
+        """What ``config`` decides instead of the inline parameters (:mod:`.settings`)."""
+        return capacity_file_settings(self.config, self.node_labels) if self.config else {}
 
     def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
         super().setup(cluster, rng)

@@ -32,9 +32,11 @@ from pipeline.policies.fair.config import NEVER, UNLIMITED, QueueSetup, build
 from pipeline.policies.fair.kernel import fair_fill, leaf_usage
 from pipeline.policies.fair.limits import AppLimits, am_limits, increments
 from pipeline.policies.fair.preempt import choose_victims, starved_claims
+from pipeline.policies.fair.settings import fair_file_settings
 from pipeline.policies.fair.shares import tree_shares
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.policies.queues.report import queue_rows
+from pipeline.policies.settings import Setting
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 
 UTILIZATION_THRESHOLD = 0.8  # yarn.scheduler.fair.preemption.cluster-utilization-threshold
@@ -94,19 +96,29 @@ class FairScheduler(PolicyBase):
     user_max_apps: int
     max_am_share: float
 
-    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
-        super().setup(cluster, rng)
+    def queue_setup(self, trace_queues: tuple[str, ...]) -> QueueSetup:
+        """The queues, placement and per-queue settings from the file or the parameters."""
         where = f"policy '{self.name}'"
         timeout = self.fair_share_preemption_timeout_s
         if -1.0 < self.max_am_share < 0.0:
             raise UsageError(f"{where} parameter 'max_am_share': must be -1 (no check) or in "
                              f"[0, 1], got {self.max_am_share!r}")
-        qs = build(self.allocation_file, self.queues, self.default_policy, self.groups,
-                   cluster.queues, where, timeout if timeout >= 0 else NEVER,
-                   self.fair_share_preemption_threshold,
-                   UNLIMITED if self.max_running_apps < 0 else self.max_running_apps,
-                   self.max_am_share,
-                   UNLIMITED if self.user_max_apps < 0 else self.user_max_apps)
+        return build(self.allocation_file, self.queues, self.default_policy, self.groups,
+                     trace_queues, where, timeout if timeout >= 0 else NEVER,
+                     self.fair_share_preemption_threshold,
+                     UNLIMITED if self.max_running_apps < 0 else self.max_running_apps,
+                     self.max_am_share,
+                     UNLIMITED if self.user_max_apps < 0 else self.user_max_apps)
+
+    def file_settings(self) -> dict[str, Setting]:
+        """What ``allocation_file`` decides instead of the parameters (:mod:`.settings`)."""
+        if not self.allocation_file:
+            return {}
+        return fair_file_settings(self.allocation_file, self.queue_setup(()))
+
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
+        super().setup(cluster, rng)
+        qs = self.queue_setup(cluster.queues)
         self.queues_: QueueSetup = qs
         self.limits_ = AppLimits(qs, cluster.users, increments(cluster.units,
                                                                self.mem_unit_mb))
