@@ -3,11 +3,17 @@
 ``GENERATORS`` maps a format name to its generator; :func:`generate` checks the arguments and
 writes atomically (a temporary directory beside ``out``, renamed when complete).  Output is a
 pure function of the arguments: the same arguments give byte-identical files.
+
+Beside the raw files, ``generated.json`` states what was generated and the observation
+window (0 to ``hours``): the raw layouts have no place for it, and without it an adapter
+would take the published trace's window (8 days for Alibaba 2018) or the last event's time.
+Adapters read it (:mod:`pipeline.ingest.window`); real downloads have none.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +21,7 @@ from pathlib import Path
 from pipeline.errors import UsageError
 from pipeline.generate.alibaba2018 import generate_alibaba2018
 from pipeline.generate.google2011 import generate_google2011
+from pipeline.ingest.window import GENERATED
 from pipeline.trace.io import atomic_dir
 
 GENERATORS: dict[str, Callable[..., dict]] = {
@@ -49,4 +56,9 @@ def generate(out: Path, fmt: str, machines: int = 200, hours: float = 24.0, seed
     with atomic_dir(Path(out)) as tmp:
         summary = GENERATORS[fmt](tmp, machines=int(machines), hours=float(hours),
                                   seed=int(seed), **options)
+        stated = {"generator": "tracereplay generate", "format": fmt,
+                  "machines": int(machines), "hours": float(hours), "seed": int(seed),
+                  "options": dict(sorted(options.items())),
+                  "window_start_s": 0.0, "window_end_s": float(hours) * 3600.0}
+        (tmp / GENERATED).write_text(json.dumps(stated, indent=1, sort_keys=True) + "\n")
     return {"out": str(out), "seed": int(seed), **summary}

@@ -5,6 +5,11 @@
 -- baseline run on the same cluster (same kind and options) is preferred, then one on the
 -- same cluster kind, then the status quo (default parameters on the fixed cluster), then the
 -- lowest run_id.  Runs with no baseline run keep NULL savings.
+-- Runs are measured over the trace's window, so on the fixed cluster (the trace's own
+-- machines, billed for the window) every policy costs the same: savings there are zero by
+-- construction.  What a policy on an elastic cluster saves is against the fixed cluster:
+-- `*_vs_fixed` compare each run with the baseline policy's run on the fixed cluster of the
+-- same trace and seed (NULL when there is none).
 with summary as (
     select policy_summary.*, runs.cluster::varchar as cluster_text
     from policy_summary
@@ -51,6 +56,21 @@ baseline_runs as (
     select * from pairs where preference = 1
 ),
 
+fixed_runs as (
+    select
+        summary.run_id,
+        candidate.node_hours as fixed_node_hours,
+        candidate.cost_usd   as fixed_cost_usd,
+        row_number() over (partition by summary.run_id
+                           order by (candidate.params_text = '') desc, candidate.run_id)
+            as preference
+    from summary
+    join baseline_candidates as candidate
+        on candidate.trace = summary.trace
+        and candidate.seed is not distinct from summary.seed
+        and coalesce(candidate.cluster_mode, 'fixed') = 'fixed'
+),
+
 final as (
     select
         summary.run_id,
@@ -70,10 +90,20 @@ final as (
         baseline_runs.baseline_cost_usd,
         baseline_runs.baseline_cost_usd - summary.cost_usd      as cost_saved_usd,
         100 * (baseline_runs.baseline_cost_usd - summary.cost_usd)
-            / nullif(baseline_runs.baseline_cost_usd, 0)        as cost_saved_pct
+            / nullif(baseline_runs.baseline_cost_usd, 0)        as cost_saved_pct,
+        summary.cluster_mode,
+        fixed_runs.fixed_node_hours,
+        fixed_runs.fixed_node_hours - summary.node_hours        as node_hours_saved_vs_fixed,
+        100 * (fixed_runs.fixed_node_hours - summary.node_hours)
+            / nullif(fixed_runs.fixed_node_hours, 0)            as node_hours_saved_vs_fixed_pct,
+        fixed_runs.fixed_cost_usd,
+        fixed_runs.fixed_cost_usd - summary.cost_usd            as cost_saved_vs_fixed_usd,
+        100 * (fixed_runs.fixed_cost_usd - summary.cost_usd)
+            / nullif(fixed_runs.fixed_cost_usd, 0)              as cost_saved_vs_fixed_pct
     from summary
     cross join baseline_setting
     left join baseline_runs using (run_id)
+    left join (select * from fixed_runs where preference = 1) as fixed_runs using (run_id)
 )
 
 select * from final
