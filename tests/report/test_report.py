@@ -63,7 +63,7 @@ def test_one_chart_per_section(built_report: Built) -> None:
 def test_summary_markdown(built_report: Built) -> None:
     text = (built_report[0] / "summary.md").read_text()
     assert "## Trace demo" in text
-    assert "| packing [elastic] | 0 | 1.5 | 0.5 | 25 | 0.288 | 0.096 | 25 |" in text
+    assert "| packing [elastic] | 0 | 1.5 | 0.5 | 25 | 25 | 0.288 | 0.096 | 25 | 0.096 |" in text
     for key in SECTIONS_WITH_CHARTS:
         assert f"(charts/demo-{key}.png)" in text
     assert "| run_id | policy | params | seed |" in text
