@@ -39,7 +39,12 @@ metric_columns as (
         max(value) filter (where metric = 'tasks_censored')      as tasks_censored,
         max(value) filter (where metric = 'backlog_tasks')       as backlog_tasks,
         max(value) filter (where metric = 'backlog_task_s')      as backlog_task_s,
-        max(value) filter (where metric = 'evictions')           as evictions
+        max(value) filter (where metric = 'evictions')           as evictions,
+        max(value) filter (where metric = 'tasks_preempted')     as tasks_preempted,
+        max(value) filter (where metric = 'preemptions_per_task_p99')
+            as preemptions_per_task_p99,
+        max(value) filter (where metric = 'preemptions_per_task_max')
+            as preemptions_per_task_max
     from metrics
     group by run_id
 ),
