@@ -16,7 +16,7 @@ import polars as pl
 
 from pipeline.metrics import cluster as c
 from pipeline.metrics import tasks as t
-from pipeline.metrics.fairness import jain_fairness
+from pipeline.metrics.fairness import FairnessIndices, fairness_indices
 
 
 @dataclass
@@ -34,6 +34,10 @@ class RunFrames:
     @cached_property
     def waits(self) -> pl.DataFrame:
         return t.task_wait(self.task_runs)
+
+    @cached_property
+    def fairness(self) -> FairnessIndices:
+        return fairness_indices(self.task_runs, self.node_intervals, self.end_s)
 
 
 Metric = Callable[[RunFrames], float | int | None]
@@ -55,7 +59,8 @@ METRICS: dict[str, tuple[str, Metric]] = {
                                                             r.end_s)),
     "util_used_mem": ("fraction", lambda r: c.util_used_mem(r.task_runs, r.node_intervals,
                                                             r.end_s)),
-    "jain_fairness": ("index", lambda r: jain_fairness(r.task_runs, r.node_intervals, r.end_s)),
+    "jain_fairness": ("index", lambda r: r.fairness.jain_fairness),
+    "jain_equal_share": ("index", lambda r: r.fairness.jain_equal_share),
     "locality_node": ("fraction", lambda r: t.locality_fraction(r.task_runs, "node")),
     "locality_rack": ("fraction", lambda r: t.locality_fraction(r.task_runs, "rack")),
     "jct_p50_s": ("s", _q("jobs", "jct_s", 0.50)),
