@@ -31,13 +31,6 @@ def new_state(n_users: int, n_res: int) -> tuple:
 
 
 @njit(cache=True)
-def _add(row: np.ndarray, amount: np.ndarray, sign: float, keep: bool) -> None:
-    """``row += sign * amount``, or reset to 0 when nothing is left (drops float drift)."""
-    for r in range(row.shape[0]):
-        row[r] = row[r] + sign * amount[r] if keep else 0.0
-
-
-@njit(cache=True)
 def _activate(u: int, active: np.ndarray, pos: np.ndarray, counts: np.ndarray) -> None:
     pos[u] = counts[ACTIVE]
     active[counts[ACTIVE]] = u
@@ -54,32 +47,56 @@ def _deactivate(u: int, active: np.ndarray, pos: np.ndarray, counts: np.ndarray)
 
 
 @njit(cache=True)
-def apply_event(kind: int, ref: int, task_user: np.ndarray, task_req: np.ndarray,
-                task_ran: np.ndarray, node_cap: np.ndarray, state: tuple) -> None:
-    """Apply one event (stream ``kind``, task or node row ``ref``) to ``state``."""
+def _next_stream(times: np.ndarray, heads: np.ndarray, bounds: np.ndarray) -> int:
+    """The stream whose next event comes first (lowest stream on ties), -1 when all done."""
+    best = -1
+    for k in range(heads.shape[0]):
+        if heads[k] < bounds[k + 1] and (best < 0 or times[heads[k]] < times[heads[best]]):
+            best = k
+    return best
+
+
+@njit(cache=True)
+def advance(until: float, times: np.ndarray, refs: np.ndarray, bounds: np.ndarray,
+            heads: np.ndarray, tasks: tuple, node_cap: np.ndarray, state: tuple) -> None:
+    """Apply every event at or before ``until`` not applied yet (``heads``: each stream's
+    next event).  Sums go back to exactly 0 when nothing is left in them, so the drift of
+    millions of float additions and subtractions does not build up.  One loop, with no
+    array-passing calls on the common paths: this is the hot part of the scan."""
+    task_user, task_req, task_ran = tasks
     demand, alloc, n_demand, n_running, active, pos, cap, held, counts = state
-    if kind >= NODE_UP:  # NODE_UP or NODE_DOWN
-        counts[NODES_UP] += 1 if kind == NODE_UP else -1
-        _add(cap, node_cap[ref], 1.0 if kind == NODE_UP else -1.0, counts[NODES_UP] > 0)
-        return
-    u = task_user[ref]
-    if kind == READY:
-        if n_demand[u] == 0:
-            _activate(u, active, pos, counts)
-        n_demand[u] += 1
-        _add(demand[u], task_req[ref], 1.0, True)
-        return
-    if kind == START or task_ran[ref]:
-        step = 1 if kind == START else -1
-        n_running[u] += step
-        counts[RUNNING] += step
-        _add(alloc[u], task_req[ref], float(step), n_running[u] > 0)
-        _add(held, task_req[ref], float(step), counts[RUNNING] > 0)
-    if kind == END:
-        n_demand[u] -= 1
-        _add(demand[u], task_req[ref], -1.0, n_demand[u] > 0)
-        if n_demand[u] == 0:
-            _deactivate(u, active, pos, counts)
+    k = _next_stream(times, heads, bounds)
+    while k >= 0 and times[heads[k]] <= until:
+        ref = refs[heads[k]]
+        heads[k] += 1
+        if k >= NODE_UP:  # NODE_UP or NODE_DOWN
+            step = 1 if k == NODE_UP else -1
+            counts[NODES_UP] += step
+            for r in range(cap.shape[0]):
+                cap[r] = cap[r] + step * node_cap[ref, r] if counts[NODES_UP] > 0 else 0.0
+        else:
+            u = task_user[ref]
+            if k == READY:
+                if n_demand[u] == 0:
+                    _activate(u, active, pos, counts)
+                n_demand[u] += 1
+                for r in range(demand.shape[1]):
+                    demand[u, r] += task_req[ref, r]
+            if k == START or (k == END and task_ran[ref]):
+                step = 1 if k == START else -1
+                n_running[u] += step
+                counts[RUNNING] += step
+                for r in range(held.shape[0]):  # back to exact 0 when nothing is left
+                    amount = step * task_req[ref, r]
+                    alloc[u, r] = alloc[u, r] + amount if n_running[u] > 0 else 0.0
+                    held[r] = held[r] + amount if counts[RUNNING] > 0 else 0.0
+            if k == END:
+                n_demand[u] -= 1
+                for r in range(demand.shape[1]):
+                    demand[u, r] = demand[u, r] - task_req[ref, r] if n_demand[u] > 0 else 0.0
+                if n_demand[u] == 0:
+                    _deactivate(u, active, pos, counts)
+        k = _next_stream(times, heads, bounds)
 
 
 @njit(cache=True)
@@ -122,16 +139,6 @@ def jain_now(state: tuple, eff: np.ndarray, share: np.ndarray,
 
 
 @njit(cache=True)
-def _next_stream(times: np.ndarray, heads: np.ndarray, bounds: np.ndarray) -> int:
-    """The stream whose next event comes first (lowest stream on ties), -1 when all done."""
-    best = -1
-    for k in range(heads.shape[0]):
-        if heads[k] < bounds[k + 1] and (best < 0 or times[heads[k]] < times[heads[best]]):
-            best = k
-    return best
-
-
-@njit(cache=True)
 def weighted_jain(times: np.ndarray, refs: np.ndarray, bounds: np.ndarray,
                   task_user: np.ndarray, task_req: np.ndarray, task_ran: np.ndarray,
                   node_cap: np.ndarray, n_users: int, at: np.ndarray,
@@ -143,12 +150,9 @@ def weighted_jain(times: np.ndarray, refs: np.ndarray, bounds: np.ndarray,
     eff, share, level = np.zeros(n_res), np.zeros((n_users, n_res)), np.zeros(n_users)
     heads = bounds[:-1].copy()
     sums = np.zeros(4)
-    k = _next_stream(times, heads, bounds)
+    tasks = (task_user, task_req, task_ran)
     for e in range(at.shape[0]):
-        while k >= 0 and times[heads[k]] <= at[e]:
-            apply_event(k, refs[heads[k]], task_user, task_req, task_ran, node_cap, state)
-            heads[k] += 1
-            k = _next_stream(times, heads, bounds)
+        advance(at[e], times, refs, bounds, heads, tasks, node_cap, state)
         if state[8][ACTIVE] == 0:
             continue
         fair, equal = jain_now(state, eff, share, level)
