@@ -21,7 +21,8 @@ nothing.  Both indices are computed from ``task_runs`` and ``node_intervals`` al
 - a *dominant share* is the largest, over resources, of an amount / capacity (DRF);
 - ``jain_fairness``: each active user's fair share is its DRF max-min fair allocation of the
   capacity given every active user's demand (:mod:`pipeline.metrics.drf`: progressive
-  filling, equal entitlement, capped at demand); x_u = dominant share held / fair dominant
+  filling, capped at demand; every user entitled equally, whatever its queue or the
+  weights a policy was given); x_u = dominant share held / fair dominant
   share, over users with a positive fair share.  When everything demanded fits, each fair
   share is the user's whole demand, so a cluster where every ready task runs scores 1;
   a user starved while a fair scheduler would serve it drives it down;
