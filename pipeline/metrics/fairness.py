@@ -75,14 +75,16 @@ class _Events(NamedTuple):
 
 
 def _tasks(task_runs: pl.DataFrame, end_s: float) -> pl.DataFrame:
-    """Tasks that became ready: user code, ready/start/end (clipped to ``end_s``), requests."""
-    return task_runs.filter(pl.col("ready_s").is_not_null()).select(
+    """Tasks that became ready: user code, requests, and ready <= start <= end (clipped to
+    ``end_s``; a task holds only while it demands, so its events come in that order)."""
+    start = pl.col("start_s").fill_nan(None)
+    return task_runs.filter(pl.col("ready_s").fill_nan(None).is_not_null()).select(
         pl.col("user").cast(pl.String).fill_null("").cast(pl.Categorical).to_physical()
         .alias("u"),
-        pl.min_horizontal("ready_s", pl.col("start_s").fill_nan(None))  # a task holds only
-        .clip(upper_bound=end_s),                                         # what it demands
-        pl.col("start_s").fill_nan(None).clip(upper_bound=end_s),
-        pl.col("end_s").fill_null(end_s).clip(upper_bound=end_s),
+        pl.min_horizontal("ready_s", start).clip(upper_bound=end_s),
+        start.clip(upper_bound=end_s),
+        pl.max_horizontal(pl.col("end_s").fill_nan(None).fill_null(end_s), start, "ready_s")
+        .clip(upper_bound=end_s),
         *[pl.col(r).fill_null(0.0).clip(lower_bound=0.0) for r in RESOURCES])
 
 

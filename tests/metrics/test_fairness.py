@@ -142,6 +142,14 @@ def test_a_preempted_task_counts_as_waiting_between_attempts() -> None:
     assert jain_fairness(tr, nodes([(0.0, 10.0)]), 10.0) == pytest.approx(0.75)
 
 
+def test_inconsistent_times_are_put_in_order() -> None:
+    # a's row says it ended (4) before it was ready (5) and started (6): it is taken as
+    # demanding on [5,6) and holding nothing, so J = 1/2 there and 1 elsewhere.
+    tr = tasks([{"user": "a", "ready_s": 5.0, "start_s": 6.0, "end_s": 4.0},
+                run("b", 0.0, 10.0)])
+    assert jain_fairness(tr, nodes([(0.0, 10.0)]), 10.0) == pytest.approx(0.95)
+
+
 def test_undefined_when_nobody_holds_anything() -> None:
     tr = tasks([run("a", None, None)])
     assert fairness_indices(tr, nodes([(0.0, 10.0)]), 10.0) == (None, None)
