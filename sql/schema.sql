@@ -51,6 +51,7 @@ alter table task_runs add column if not exists preemptions integer;
 alter table task_runs add column if not exists evictions integer;
 alter table task_runs add column if not exists wasted_s double;
 alter table task_runs add column if not exists first_start_s double;
+alter table task_runs add column if not exists ready_s double;  -- demand in queue_share_over_time
 
 -- The queue configuration of runs whose policy has queues (queues.parquet; optional).
 -- Shares are fractions of the cluster; guaranteed_<r>/max_<r> in the trace's units.

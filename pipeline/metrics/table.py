@@ -16,7 +16,7 @@ import polars as pl
 
 from pipeline.metrics import cluster as c
 from pipeline.metrics import tasks as t
-from pipeline.metrics.fairness import jain_fairness
+from pipeline.metrics.fairness import FairnessIndices, fairness_indices
 
 
 @dataclass
@@ -44,6 +44,10 @@ class RunFrames:
     def preempted(self) -> pl.DataFrame:
         return t.preemptions_per_task(self.task_runs)
 
+    @cached_property
+    def fairness(self) -> FairnessIndices:
+        return fairness_indices(self.task_runs, self.node_intervals, self.end_s)
+
 
 def _cluster(fn: Callable[..., float | None], *args: str) -> Metric:
     """A cluster metric of the node intervals (and tasks) over the measurement window."""
@@ -69,7 +73,8 @@ METRICS: dict[str, tuple[str, Metric]] = {
     "util_alloc_mem": ("fraction", _cluster(c.util_alloc, "mem")),
     "util_used_cpu": ("fraction", _cluster(c.util_used, "cpu")),
     "util_used_mem": ("fraction", _cluster(c.util_used, "mem")),
-    "jain_fairness": ("index", lambda r: jain_fairness(r.task_runs, r.node_intervals, r.end_s)),
+    "jain_fairness": ("index", lambda r: r.fairness.jain_fairness),
+    "jain_equal_share": ("index", lambda r: r.fairness.jain_equal_share),
     "locality_node": ("fraction", lambda r: t.locality_fraction(r.task_runs, "node")),
     "locality_rack": ("fraction", lambda r: t.locality_fraction(r.task_runs, "rack")),
     "jct_p50_s": ("s", _q("jobs", "jct_s", 0.50)),

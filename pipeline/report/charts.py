@@ -116,7 +116,7 @@ COMPARISON_MEASURES = {
     "node_hours": "node-hours",
     "jct_p95_s": "job completion p95 (s)",
     "wait_p95_s": "task wait p95 (s)",
-    "jain_fairness": "Jain's fairness (users)",
+    "jain_fairness": "Jain's fairness (users vs fair share)",
     "preemptions": "preemptions",
     "preemption_wasted_task_s": "work lost to preemption (task-s)",
 }
@@ -244,7 +244,7 @@ def fairness_wait_chart(fairness: pl.DataFrame) -> alt.Chart:
         .mark_point(filled=True, size=90)
         .encode(
             x=alt.X("wait_p95_s:Q", title="task wait p95 (s)"),
-            y=alt.Y("jain_fairness:Q", title="Jain's fairness index",
+            y=alt.Y("jain_fairness:Q", title="jain_fairness (users vs fair share)",
                     scale=alt.Scale(domain=[0, 1])),
             color=LABEL,
             tooltip=["label:N", "seed:Q", alt.Tooltip("jain_fairness:Q", format=".3f"),

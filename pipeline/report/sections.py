@@ -40,27 +40,42 @@ def trace_sections(data: ReportData) -> list[Section]:
                 utilization_table(data.summary)),
         Section("fairness-wait", "Fairness against waiting",
                 charts.fairness_wait_chart(data.fairness), fairness_table(data.fairness),
-                "Jain's index over users (1 = perfectly fair) against task queueing delay."),
+                FAIRNESS_NOTE),
         Section("unschedulable", "Work not done", None, unschedulable_table(data.unschedulable),
                 "A cheaper policy that leaves work undone is not a saving."),
         Section("parameters", "Runs and their parameters", None, parameters_table(data.summary)),
     ]
 
 
+FAIRNESS_NOTE = (
+    "jain_fairness is Jain's index across users of what each user held over its fair share: "
+    "its DRF (max-min) share of the capacity given what every user asked for, time-weighted. "
+    "1 means every user got its fair share (all it asked for, when everything fits); it falls "
+    "when a user is held back while a fair division would serve it. jain_equal_share compares "
+    "users' dominant shares with an equal share whatever they asked for, so it also falls "
+    "when users simply ask for different amounts: it describes the workload's skew as much "
+    "as the scheduler. Both are plotted and tabled against task queueing delay; "
+    "docs/metrics.md defines every figure."
+)
 COMPARISON_NOTE = (
     "Every run on this cluster, side by side. Job completion and task wait percentiles are "
-    "in seconds; Jain's index is over users (1 = perfectly fair). Wasted task time counts "
+    "in seconds; jain_fairness is across users against each user's fair share given what "
+    "it asked for (1 = nobody held back beyond a fair division). Wasted task time counts "
     "work lost to preemptions and to failed machines; preempted work counts preemptions "
     "only. For queue-based schedulers, the share of guarantee is each leaf queue's mean "
     "dominant share over its guaranteed share (lowest and highest of the leaves that ran "
-    "work; above 1 = borrowing idle capacity); Jain over queues compares those ratios."
+    "work; above 1 = borrowing idle capacity); jain_queues is Jain's index across leaves of "
+    "the part of its guarantee each got, up to what it asked for (1 = every leaf got its "
+    "guarantee or all it asked for; borrowing idle capacity does not lower it)."
 )
 QUEUE_NOTE = (
     "Each leaf queue's share of the provisioned cluster over time (line; the larger of its "
     "cpu and memory shares, what dominant-resource queues are guaranteed) against its "
-    "guaranteed share (dashed). Share of guarantee above 1 is borrowed idle capacity. "
-    "Preempted work is run time lost to preemptions; job start wait includes waiting for "
-    "AM room."
+    "guaranteed share (dashed). Share of guarantee above 1 is borrowed idle capacity; "
+    "mem_share is memory alone. Preempted work is run time lost to preemptions; job start "
+    "wait includes waiting for AM room. jain_users_usage is how evenly a leaf's users used "
+    "it over the run (not demand-aware: users asking for different amounts lower it); "
+    "jain_queues is the run's demand-aware index across leaves."
 )
 
 
@@ -106,7 +121,7 @@ def queue_table(queue_summary: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame
         .select("label", "seed", "queue", "guaranteed_share", "mean_dominant_share",
                 "peak_dominant_share", "dominant_share_of_guarantee", "mean_mem_share",
                 "tasks", "preemptions", "preemption_wasted_task_s", "wasted_task_s",
-                "job_start_wait_mean_s", "jain_users", "jain_queues")
+                "job_start_wait_mean_s", "jain_users_usage", "jain_queues")
         .sort(["label", "seed", "queue"])
     )
 
@@ -166,10 +181,10 @@ def utilization_table(summary: pl.DataFrame) -> pl.DataFrame:
 
 
 def fairness_table(fairness: pl.DataFrame) -> pl.DataFrame:
-    """Per run: fairness, waiting and job completion times."""
+    """Per run: both fairness indices, waiting and job completion times."""
     return fairness.select(
-        "label", "seed", "jain_fairness", "wait_p50_s", "wait_p95_s", "jct_p50_s", "jct_p95_s",
-        "jct_p99_s",
+        "label", "seed", "jain_fairness", "jain_equal_share", "wait_p50_s", "wait_p95_s",
+        "jct_p50_s", "jct_p95_s", "jct_p99_s",
     )
 
 

@@ -1,9 +1,12 @@
 -- Each leaf queue's allocated share of the provisioned cluster over time, against its
--- guaranteed share, for runs whose policy has queues (the `queues` table).  Same time grid
--- and time-weighting as utilization_over_time; tasks still running at the end count to the
--- horizon.  dominant_share is the larger of the cpu and memory shares (what the dominant
--- resource calculator and DRF queues allocate by).  *_share_of_guarantee > 1 means the queue
--- is borrowing idle capacity.
+-- guaranteed share, and what the leaf's tasks asked for, for runs whose policy has queues
+-- (the `queues` table).  Same time grid and time-weighting as utilization_over_time; tasks
+-- still running (or still waiting) at the end count to the horizon.  A share is of the
+-- cluster provisioned in the bucket; `dominant_share` is the larger of the cpu and memory
+-- shares (what the dominant resource calculator and DRF allocate by; an unqualified "share"
+-- in these views is always the dominant one).  `demand_dominant_share` is the same for what
+-- the leaf's tasks demanded: every task from `ready_s` (pending) until it ends, running or
+-- not.  *_share_of_guarantee > 1 means the queue is borrowing idle capacity.
 with grid as (
     select
         run_id, trace, policy, params_text, seed, label, bucket, bucket_start_s,
@@ -30,17 +33,22 @@ widths as (
 ),
 
 spans as (
+    -- held: each task's last attempt on a node; demand: from ready (pending) to its end.
     select
         task_runs.run_id,
         task_runs.queue,
-        greatest(task_runs.start_s, 0) as from_s,
+        held.kind,
+        greatest(if(held.kind = 'held', task_runs.start_s, task_runs.ready_s), 0) as from_s,
         least(coalesce(task_runs.end_s, widths.horizon_s), widths.horizon_s) as to_s,
         task_runs.cpu,
         task_runs.mem,
         widths.bucket_s
     from task_runs
     join widths using (run_id)
-    where task_runs.start_s is not null and task_runs.machine_id is not null
+    cross join (values ('held'), ('demand')) as held(kind)
+    where if(held.kind = 'held',
+             task_runs.start_s is not null and task_runs.machine_id is not null,
+             task_runs.ready_s is not null)
 ),
 
 pieces as (
@@ -56,8 +64,10 @@ seconds as (
         run_id,
         queue,
         bucket,
-        sum(overlap_s * cpu) as cpu_s,
-        sum(overlap_s * mem) as mem_s
+        sum(overlap_s * cpu) filter (where kind = 'held') as cpu_s,
+        sum(overlap_s * mem) filter (where kind = 'held') as mem_s,
+        sum(overlap_s * cpu) filter (where kind = 'demand') as cpu_demand_s,
+        sum(overlap_s * mem) filter (where kind = 'demand') as mem_demand_s
     from (
         select
             *,
@@ -98,7 +108,13 @@ final as (
                 / nullif(grid.cpu_provisioned, 0),
             coalesce(seconds.mem_s, 0) / (grid.bucket_end_s - grid.bucket_start_s)
                 / nullif(grid.mem_provisioned, 0)
-        ) as dominant_share
+        ) as dominant_share,
+        greatest(
+            coalesce(seconds.cpu_demand_s, 0) / (grid.bucket_end_s - grid.bucket_start_s)
+                / nullif(grid.cpu_provisioned, 0),
+            coalesce(seconds.mem_demand_s, 0) / (grid.bucket_end_s - grid.bucket_start_s)
+                / nullif(grid.mem_provisioned, 0)
+        ) as demand_dominant_share
     from grid
     join leaves using (run_id)
     left join seconds

@@ -3,12 +3,15 @@
 -- queues (capacity-scheduler, fair-scheduler) how the queues fared against their guarantees.
 -- `cluster` is the cluster mode (`fixed`, `elastic`), with a short hash of the cluster's
 -- configuration where a trace has runs on several configurations of one mode.
--- `preemption_wasted_task_s` is the run time lost to preemptions: a task's `wasted_s` counts
--- preemptions and evictions (failed machines) alike, so a task with both has it split in
--- proportion to their counts.  Queue columns (null for policies without queues):
--- `leaves` and `leaves_used` (leaves that ran tasks), `min_share_of_guarantee` and
+-- `jain_fairness` is across users, against each user's DRF fair share given its demand
+-- (metrics).  `preemption_wasted_task_s` is the run time lost to preemptions: a task's
+-- `wasted_s` counts preemptions and evictions (failed machines) alike, so a task with both
+-- has it split in proportion to their counts.  Queue columns (null for policies without
+-- queues): `leaves` and `leaves_used` (leaves that ran tasks), `min_share_of_guarantee` and
 -- `max_share_of_guarantee` over the leaves that ran tasks (mean dominant share / guaranteed
--- share; > 1 = borrowing idle capacity), and `jain_queues` (queue_summary).
+-- share, queue_summary's `dominant_share_of_guarantee`; > 1 = borrowing idle capacity), and
+-- `jain_queues` (queue_summary: across leaves, of the part of its guarantee each got, up to
+-- what it asked for).
 with summary as (
     select * from policy_summary
 ),

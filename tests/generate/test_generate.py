@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import itertools
+import json
 import re
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from pipeline.errors import UsageError
 from pipeline.generate import GENERATORS, generate
 from pipeline.generate import shapes as sh
+from pipeline.ingest.window import GENERATED
 
 OFFSET_US = 600_000_000
 HOURS = 8.0
@@ -102,7 +104,9 @@ def test_output_replaces_old_atomically(tmp_path: Path) -> None:
 
 def test_google_layout_matches_the_schema(google: tuple[Path, dict]) -> None:
     root, summary = google
-    assert sorted(p.name for p in root.iterdir()) == sorted(GOOGLE_COLUMNS)
+    assert sorted(p.name for p in root.iterdir()) == sorted([*GOOGLE_COLUMNS, GENERATED])
+    stated = json.loads((root / GENERATED).read_text())
+    assert stated["window_end_s"] == stated["hours"] * 3600 and stated["window_start_s"] == 0
     for table, ncols in GOOGLE_COLUMNS.items():
         parts = sorted((root / table).iterdir())
         totals = {PART.search(p.name).group(2) for p in parts}
@@ -319,7 +323,7 @@ def _alibaba_tables(root: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFram
 
 def test_alibaba_layout_matches_the_schema(alibaba: tuple[Path, dict]) -> None:
     root, summary = alibaba
-    assert sorted(p.name for p in root.iterdir()) == sorted(summary["files"])
+    assert sorted(p.name for p in root.iterdir()) == sorted([*summary["files"], GENERATED])
     for name, ncols in (("machine_meta.csv", 7), ("batch_task.csv", 9),
                         ("batch_instance.csv", 14)):
         lines = _lines(root / name)

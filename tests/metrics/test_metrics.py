@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import polars as pl
 import pytest
 
 from pipeline.metrics import METRICS, metrics_table
 from pipeline.metrics.cluster import cost_usd, node_hours, util_alloc_cpu, util_used_cpu
-from pipeline.metrics.fairness import jain_fairness
 from pipeline.metrics.tasks import (
     jct_quantile_s,
     locality_fraction,
@@ -15,31 +13,7 @@ from pipeline.metrics.tasks import (
     wait_quantile_s,
     wasted_task_s,
 )
-
-NAN = None
-
-
-def nodes(rows: list[tuple[float, float]], cpu: float = 4.0, mem: float = 4.0,
-          price: float = 1.0, billing_s: float = 1.0) -> pl.DataFrame:
-    return pl.DataFrame({
-        "machine_id": [f"m{i}" for i in range(len(rows))],
-        "up_s": [r[0] for r in rows], "down_s": [r[1] for r in rows],
-        "ready_s": [r[0] for r in rows], "cpu": [cpu] * len(rows), "mem": [mem] * len(rows),
-        "gpu": [0.0] * len(rows), "price_per_hour": [price] * len(rows),
-        "billing_s": [billing_s] * len(rows)})
-
-
-def tasks(rows: list[dict]) -> pl.DataFrame:
-    base = {"task_id": "t", "job_id": "j", "user": "u", "submit_s": 0.0, "ready_s": 0.0,
-            "first_start_s": None, "start_s": None, "end_s": None, "outcome": "finished",
-            "cpu": 1.0, "mem": 1.0, "gpu": 0.0, "cpu_used": None, "mem_used": None,
-            "wasted_s": 0.0, "preemptions": 0, "evictions": 0, "locality": None,
-            "remaining_s": 0.0, "censored": False}
-    full = [{**base, "first_start_s": r.get("start_s"), **r} for r in rows]
-    return pl.DataFrame(full, schema_overrides={
-        "first_start_s": pl.Float64, "start_s": pl.Float64, "end_s": pl.Float64,
-        "cpu_used": pl.Float64, "mem_used": pl.Float64, "ready_s": pl.Float64,
-        "locality": pl.String, "remaining_s": pl.Float64})
+from tests.metrics.frames import nodes, tasks
 
 
 def test_node_hours_and_billing() -> None:
@@ -57,35 +31,6 @@ def test_utilization_counts_running_and_lost_work() -> None:
     assert util_alloc_cpu(tr, ni, 100.0) == pytest.approx((50 + 40 + 10) / 200)
     assert util_used_cpu(tr, ni, 100.0) == pytest.approx(0.5 * 50 / 200)
     assert util_used_cpu(tasks([{"start_s": 0.0, "end_s": 1.0}]), ni, 100.0) is None
-
-
-def test_jain_equal_users_is_one() -> None:
-    tr = tasks([{"user": "a", "start_s": 0.0, "end_s": 10.0},
-                {"user": "b", "start_s": 0.0, "end_s": 10.0}])
-    assert jain_fairness(tr, nodes([(0.0, 10.0)]), 10.0) == pytest.approx(1.0)
-
-
-def test_jain_counts_waiting_users_and_weights_time() -> None:
-    # [0,10): a holds, b waits -> J = 1/2; [10,20): only b, holding -> J = 1.
-    tr = tasks([{"user": "a", "start_s": 0.0, "end_s": 10.0},
-                {"user": "b", "start_s": 10.0, "end_s": 20.0}])
-    assert jain_fairness(tr, nodes([(0.0, 20.0)]), 20.0) == pytest.approx(0.75)
-
-
-def test_jain_uses_dominant_share() -> None:
-    # a holds 2 cpu (share 0.5), b holds 2 mem (share 0.5 of 4): equal dominant shares.
-    tr = tasks([{"user": "a", "start_s": 0.0, "end_s": 10.0, "cpu": 2.0, "mem": 0.0},
-                {"user": "b", "start_s": 0.0, "end_s": 10.0, "cpu": 0.0, "mem": 2.0}])
-    assert jain_fairness(tr, nodes([(0.0, 10.0)]), 10.0) == pytest.approx(1.0)
-    tr = tasks([{"user": "a", "start_s": 0.0, "end_s": 10.0, "cpu": 2.0, "mem": 0.0},
-                {"user": "b", "start_s": 0.0, "end_s": 10.0, "cpu": 0.0, "mem": 1.0}])
-    # shares 0.5 and 0.25: (0.75)^2 / (2 * 0.3125) = 0.9
-    assert jain_fairness(tr, nodes([(0.0, 10.0)]), 10.0) == pytest.approx(0.9)
-
-
-def test_jain_undefined_when_nobody_holds_anything() -> None:
-    tr = tasks([{"user": "a", "outcome": "unfinished"}])
-    assert jain_fairness(tr, nodes([(0.0, 10.0)]), 10.0) is None
 
 
 def test_times_counts_and_locality() -> None:
