@@ -27,6 +27,9 @@ alter table runs add column if not exists window_end_s double;
 alter table runs add column if not exists measured_from_s double;
 alter table runs add column if not exists measured_to_s double;
 alter table runs add column if not exists drained boolean;
+-- the trace's content digest and what it is (format, units, machines, tasks; run.json)
+alter table runs add column if not exists trace_digest varchar;
+alter table runs add column if not exists trace_facts json;
 
 create table if not exists task_runs (
     run_id     varchar not null,

@@ -121,6 +121,18 @@ class TraceInput:
         return bool(self.manifest and self.manifest.digest
                     and self.manifest.digest == self.digest())
 
+    def facts(self) -> dict[str, object]:
+        """What the trace is, for reports: format, units, time origin and table sizes."""
+        m = self.manifest
+        return {
+            "source_format": m.source_format if m else None,
+            "units": dict(m.units) if m else {}, "time_origin": m.time_origin if m else None,
+            "machines": self.machines.num_rows, "jobs": self.jobs.num_rows,
+            "tasks": sum(pq.ParquetFile(f).metadata.num_rows
+                         for f in part_files(self.dir, "tasks")),
+            "generated": bool(m and "generated" in (m.window_source or "")),
+        }
+
     def window(self) -> Window:
         """The observation window: from the manifest, else from the tasks themselves."""
         m = self.manifest

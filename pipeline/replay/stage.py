@@ -147,7 +147,8 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
         run = {
             "run_id": run_id, "trace": trace.dir.name,
             "trace_digest": digest, "trace_validated": trace.validated,
-            "window": asdict(window), "measured": measured, "policy": policy,
+            "trace_facts": trace.facts(), "window": asdict(window), "measured": measured,
+            "policy": policy,
             "params": resolved, "settings": settings, "seed": int(seed),
             "cluster": spec.to_dict(),
             "sim": asdict(options),

@@ -32,7 +32,8 @@ OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
 REQUIRED_KEYS = ("run_id", "trace", "policy", "seed")
 KNOWN_KEYS = (
     "run_id", "trace", "trace_path", "policy", "params", "settings", "seed", "wall_s",
-    "code_version", "created_at", "cluster", "window", "measured",
+    "code_version", "created_at", "cluster", "window", "measured", "trace_digest",
+    "trace_facts",
 )
 
 
@@ -147,6 +148,8 @@ def runs_row(meta: dict[str, Any], run: Path) -> dict[str, Any]:
         "measured_from_s": measured.get("from_s"),
         "measured_to_s": measured.get("to_s"),
         "drained": measured.get("drained"),
+        "trace_digest": _text(meta.get("trace_digest")),
+        "trace_facts": json.dumps(meta.get("trace_facts") or {}, sort_keys=True),
         "seed": meta["seed"],
         "wall_s": meta.get("wall_s"),
         "code_version": _text(meta.get("code_version")),

@@ -17,6 +17,8 @@ final as (
         cast(measured_from_s as double)                                as measured_from_s,
         cast(measured_to_s as double)                                  as measured_to_s,
         cast(drained as boolean)                                       as drained,
+        cast(trace_digest as varchar)                                  as trace_digest,
+        cast(trace_facts as json)                                      as trace_facts,
         cast(seed as bigint)                                           as seed,
         cast(wall_s as double)                                         as wall_s,
         cast(code_version as varchar)                                  as code_version,
