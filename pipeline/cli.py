@@ -326,11 +326,14 @@ def report(
     out: Annotated[Path, typer.Option(help="Report directory to write.")],
     baseline: Annotated[str, typer.Option(help="Policy the others are compared with.")
                         ] = "yarn-uniform",
+    tolerance: Annotated[float, typer.Option(help=(
+        "How much slower (p95 job time) and how much more work left undone than the status "
+        "quo a setting may be and still count as a saving (0.1 = 10%)."))] = 0.1,
 ) -> None:
     """Write the cost-savings report: HTML (offline), PNG charts and a Markdown summary."""
     from pipeline.report import report as run_report
 
-    typer.echo(json.dumps(run_report(db, out, baseline), default=str))
+    typer.echo(json.dumps(run_report(db, out, baseline, tolerance), default=str))
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "ingest": ("traces",),
     "sweep": ("traces", "runs_dir", "seeds", "policies", "clusters", "drain"),
     "load": ("db", "baseline"),
-    "report": ("out", "baseline"),
+    "report": ("out", "baseline", "tolerance"),
 }
 # keys of each entry of ingest.traces (name -> entry)
 INGEST_TRACE_KEYS = ("format", "src")

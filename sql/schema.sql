@@ -24,6 +24,7 @@ alter table runs add column if not exists params_given json;
 alter table runs add column if not exists settings json;
 alter table runs add column if not exists window_start_s double;
 alter table runs add column if not exists window_end_s double;
+alter table runs add column if not exists window_source varchar;
 alter table runs add column if not exists measured_from_s double;
 alter table runs add column if not exists measured_to_s double;
 alter table runs add column if not exists drained boolean;
@@ -54,6 +55,11 @@ alter table task_runs add column if not exists preemptions integer;
 alter table task_runs add column if not exists evictions integer;
 alter table task_runs add column if not exists wasted_s double;
 alter table task_runs add column if not exists first_start_s double;
+-- Since replays stop at the trace's window: work left when the run stopped, and whether the
+-- trace itself saw the task running at its window's end.
+alter table task_runs add column if not exists remaining_s double;
+alter table task_runs add column if not exists censored boolean;
+alter table task_runs add column if not exists duration_s double;
 alter table task_runs add column if not exists ready_s double;  -- demand in queue_share_over_time
 
 -- The queue configuration of runs whose policy has queues (queues.parquet; optional).

@@ -1,107 +1,96 @@
 """One chart per concept: pure functions from one trace's polars frames to Altair charts.
 
-Runs are told apart by ``label`` (the policy and its parameters); where a trace was
-replayed with several seeds, the charts show the mean over seeds.
+Runs are told apart by their setting (policy and parameters; one colour each, the same in
+every chart: :mod:`.palette`) and their cluster (fixed and elastic in separate panels);
+where a trace was replayed with several seeds, the charts show the mean over seeds.
+``labels`` is every run label of the trace, so each chart uses the same colours.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import altair as alt
 import polars as pl
 
+from pipeline.report import palette
 from pipeline.report.data import mean_over_seeds
 
 WIDTH = 560
 HEIGHT = 260
 LABEL_LIMIT_PX = 420  # labels name policy and parameters; Vega's default cuts them at 180
-LABEL = alt.Color("label:N", title="policy", legend=alt.Legend(labelLimit=LABEL_LIMIT_PX))
+CLUSTER_ROW = alt.Row("cluster:N", title=None, sort=["fixed", "elastic"],
+                      header=alt.Header(labelAngle=0, labelAlign="left", labelOrient="top",
+                                        labelFontWeight="bold"))
 
 
-def cost_against_baseline_chart(savings: pl.DataFrame) -> alt.FacetChart:
-    """Node-hours and dollars per policy, each bar labelled with its saving against baseline."""
-    means = mean_over_seeds(
-        savings, ["node_hours", "cost_usd", "node_hours_saved_pct", "cost_saved_pct"]
-    )
-    baseline = savings["baseline_policy"][0] if savings.height else "the baseline"
-    long = pl.concat([
-        _measure(means, "node-hours", "node_hours", "node_hours_saved_pct"),
-        _measure(means, "dollars (USD)", "cost_usd", "cost_saved_pct"),
-    ]).with_columns(
-        # room right of the longest bar for its label (an invisible point widens the scale)
-        (pl.col("amount").max().over("measure") * 1.45).alias("room")
-    )
-    base = alt.Chart().encode(
-        y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX))
-    )
-    x = alt.X("amount:Q", title=None, axis=alt.Axis(tickCount=4, format=",.3~r"))
-    bars = base.mark_bar().encode(
-        x=x,
-        color=alt.Color("label:N", legend=None),
-        tooltip=["label:N", "measure:N", alt.Tooltip("amount:Q", format=",.2f"),
-                 alt.Tooltip("saved_pct:Q", title="saved %", format="+.1f"), "seeds:Q"],
-    )
-    text = base.mark_text(align="left", dx=4).encode(x=x, text="saved_text:N")
-    room = base.mark_point(opacity=0).encode(x=alt.X("room:Q"))
+def provisioned_nodes_chart(utilization: pl.DataFrame, labels: Sequence[str]) -> alt.Chart:
+    """Nodes provisioned over time per setting (time-weighted per bucket); settings whose
+    lines are identical (the fixed cluster under every policy) are drawn as one line."""
+    series = _with_cluster(_over_time(utilization, ["nodes_provisioned"]))
+    lines = _merge_identical(series, "nodes_provisioned")
+    names = lines["line"].unique().sort().to_list()
+    known = palette.scale(labels)
+    hues = [_hue(known, name) for name in names]
     return (
-        alt.layer(bars, text, room, data=long)
-        .properties(width=WIDTH // 2 - 20, height=alt.Step(22))
-        .facet(column=alt.Column("measure:N", title=None, sort=["node-hours"]))
-        .resolve_scale(x="independent")
-        .properties(title=f"Node-hours and dollars per policy (saving against {baseline})")
-    )
-
-
-def _measure(means: pl.DataFrame, measure: str, amount: str, saved_pct: str) -> pl.DataFrame:
-    """One measure of ``means`` in long form: label, measure, amount, saving and its text."""
-    return means.select(
-        pl.col("label"),
-        pl.lit(measure).alias("measure"),
-        pl.col(amount).cast(pl.Float64).alias("amount"),
-        pl.col(saved_pct).cast(pl.Float64).alias("saved_pct"),
-        pl.col("seeds"),
-    ).with_columns(
-        pl.when(pl.col("saved_pct").is_null())
-        .then(pl.lit(""))
-        .otherwise(pl.format("{}% saved", pl.col("saved_pct").round(1)))
-        .alias("saved_text")
-    )
-
-
-def provisioned_nodes_chart(utilization: pl.DataFrame) -> alt.Chart:
-    """Nodes provisioned over time per policy (time-weighted per bucket)."""
-    series = _over_time(utilization, ["nodes_provisioned"])
-    return (
-        alt.Chart(series)
+        alt.Chart(lines)
         .mark_line(interpolate="step-after")
         .encode(
             x=alt.X("time_h:Q", title="time (h)"),
             y=alt.Y("nodes_provisioned:Q", title="nodes provisioned"),
-            color=LABEL,
-            tooltip=["label:N", alt.Tooltip("time_h:Q", format=".2f"),
+            color=alt.Color("line:N", scale=alt.Scale(domain=names, range=hues),
+                            legend=alt.Legend(labelLimit=LABEL_LIMIT_PX, title=None)),
+            tooltip=["line:N", alt.Tooltip("time_h:Q", format=".2f"),
                      alt.Tooltip("nodes_provisioned:Q", format=".1f")],
         )
         .properties(width=WIDTH, height=HEIGHT, title="Provisioned nodes over time")
     )
 
 
-def allocated_capacity_chart(utilization: pl.DataFrame) -> alt.FacetChart:
-    """Allocated cpu and mem over time per policy (requests of running tasks)."""
-    series = _over_time(utilization, ["cpu_allocated", "mem_allocated"]).unpivot(
-        ["cpu_allocated", "mem_allocated"], index=["label", "time_h"],
+def _hue(scale: alt.Scale, name: str) -> str:
+    """The setting's colour, grey for a line standing for several settings."""
+    domain, hues = list(scale.domain), list(scale.range)
+    key = palette.setting(name)
+    return hues[domain.index(key)] if key in domain else "#888888"
+
+
+def _with_cluster(series: pl.DataFrame) -> pl.DataFrame:
+    return series.with_columns(
+        pl.col("label").str.extract(r" \[([^\]]+)\]$").fill_null("fixed").alias("cluster"))
+
+
+def _merge_identical(series: pl.DataFrame, value: str) -> pl.DataFrame:
+    """One line per group of labels with identical series: the label, or 'N settings'."""
+    shapes = series.group_by("label").agg(pl.col(value).round(6).hash().sum().alias("shape"),
+                                          pl.col("cluster").first())
+    groups = shapes.group_by(["cluster", "shape"]).agg(pl.col("label").sort())
+    naming = groups.with_columns(
+        pl.when(pl.col("label").list.len() == 1).then(pl.col("label").list.first())
+        .otherwise(pl.format("{} cluster: all {} settings (identical)", pl.col("cluster"),
+                             pl.col("label").list.len())).alias("line"),
+        pl.col("label").list.first().alias("keep")).select("keep", "line")
+    return series.join(naming, left_on="label", right_on="keep").sort(["line", "time_h"])
+
+
+def allocated_capacity_chart(utilization: pl.DataFrame,
+                             labels: Sequence[str]) -> alt.FacetChart:
+    """Allocated cpu and mem over time per setting, one panel per cluster and resource."""
+    series = _with_cluster(_over_time(utilization, ["cpu_allocated", "mem_allocated"])).unpivot(
+        ["cpu_allocated", "mem_allocated"], index=["label", "cluster", "time_h"],
         variable_name="resource", value_name="allocated",
-    ).with_columns(pl.col("resource").str.replace("_allocated", ""))
+    ).with_columns(pl.col("resource").str.replace("_allocated", "")).pipe(palette.with_setting)
     return (
         alt.Chart(series)
-        .mark_line(interpolate="step-after")
+        .mark_line(interpolate="step-after", strokeWidth=1.2)
         .encode(
             x=alt.X("time_h:Q", title="time (h)"),
             y=alt.Y("allocated:Q", title="allocated (trace units)"),
-            color=LABEL,
+            color=palette.color(labels),
             tooltip=["label:N", "resource:N", alt.Tooltip("time_h:Q", format=".2f"),
                      alt.Tooltip("allocated:Q", format=",.1f")],
         )
-        .properties(width=WIDTH, height=HEIGHT // 2)
-        .facet(row=alt.Row("resource:N", title=None))
+        .properties(width=WIDTH // 2, height=HEIGHT // 2)
+        .facet(row=CLUSTER_ROW, column=alt.Column("resource:N", title=None))
         .resolve_scale(y="independent")
         .properties(title="Allocated capacity over time")
     )
@@ -122,28 +111,31 @@ COMPARISON_MEASURES = {
 }
 
 
-def scheduler_comparison_chart(runs: pl.DataFrame) -> alt.FacetChart:
-    """One small bar chart per measure, one bar per run label (mean over seeds), one cluster."""
-    means = mean_over_seeds(runs, list(COMPARISON_MEASURES))
+def scheduler_comparison_chart(runs: pl.DataFrame, labels: Sequence[str]) -> alt.FacetChart:
+    """One small bar chart per measure, one bar per setting (mean over seeds), one cluster;
+    measures with nothing to show (no preemptions anywhere) are left out."""
+    means = palette.with_setting(mean_over_seeds(runs, list(COMPARISON_MEASURES)))
     long = (
-        means.unpivot(list(COMPARISON_MEASURES), index=["policy", "label", "seeds"],
+        means.unpivot([m for m in COMPARISON_MEASURES if m in means.columns],
+                      index=["policy", "label", "setting", "seeds"],
                       variable_name="measure", value_name="value")
         .drop_nulls("value")
+        .filter((pl.col("value") != 0).any().over("measure"))
         .with_columns(pl.col("measure").replace_strict(COMPARISON_MEASURES))
     )
+    shown = [m for m in COMPARISON_MEASURES.values() if m in set(long["measure"].to_list())]
     return (
         alt.Chart(long)
         .mark_bar()
         .encode(
-            y=alt.Y("label:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
+            y=alt.Y("setting:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
             x=alt.X("value:Q", title=None, axis=alt.Axis(tickCount=3, labelExpr=SMALL_OR_SI)),
-            color=alt.Color("policy:N", title="policy"),
+            color=palette.color(labels, legend=None),
             tooltip=["label:N", "measure:N", alt.Tooltip("value:Q", format=",.3~f"),
                      "seeds:Q"],
         )
         .properties(width=170, height=alt.Step(16))
-        .facet(facet=alt.Facet("measure:N", title=None,
-                               sort=list(COMPARISON_MEASURES.values())), columns=3)
+        .facet(facet=alt.Facet("measure:N", title=None, sort=shown), columns=3)
         .resolve_scale(x="independent")
         .properties(title="Schedulers compared (lower is better, but for fairness)")
     )
@@ -206,47 +198,53 @@ UTILIZATION_MEASURES = {
 }
 
 
-def utilization_chart(summary: pl.DataFrame) -> alt.Chart:
-    """Time-weighted utilization of provisioned capacity per policy (allocated and used)."""
-    means = mean_over_seeds(summary, list(UTILIZATION_MEASURES))
+def utilization_chart(summary: pl.DataFrame, labels: Sequence[str]) -> alt.Chart:
+    """Time-weighted utilization of provisioned capacity per setting (allocated, and used
+    where the trace measured usage), one panel per cluster."""
+    means = _with_cluster(mean_over_seeds(summary, list(UTILIZATION_MEASURES)))
     long = (
         means.unpivot(
             [c for c in UTILIZATION_MEASURES if c in means.columns],
-            index=["label"], variable_name="measure", value_name="utilization",
+            index=["label", "cluster"], variable_name="measure", value_name="utilization",
         )
         .drop_nulls("utilization")
         .with_columns(pl.col("measure").replace_strict(UTILIZATION_MEASURES))
+        .pipe(palette.with_setting)
     )
+    shown = [m for m in UTILIZATION_MEASURES.values() if m in set(long["measure"].to_list())]
     return (
         alt.Chart(long)
         .mark_bar()
         .encode(
-            x=alt.X("measure:N", title=None, sort=list(UTILIZATION_MEASURES.values()),
-                    axis=alt.Axis(labelAngle=0)),
-            xOffset=alt.XOffset("label:N"),
+            x=alt.X("measure:N", title=None, sort=shown, axis=alt.Axis(labelAngle=0)),
+            xOffset=alt.XOffset("setting:N"),
             y=alt.Y("utilization:Q", title="of provisioned capacity", axis=alt.Axis(format="%")),
-            color=LABEL,
+            color=palette.color(labels),
             tooltip=["label:N", "measure:N", alt.Tooltip("utilization:Q", format=".1%")],
         )
-        .properties(width=WIDTH, height=HEIGHT, title="Utilization (time-weighted)")
+        .properties(width=WIDTH // 2, height=HEIGHT // 2)
+        .facet(column=alt.Column("cluster:N", title=None, sort=["fixed", "elastic"]))
+        .properties(title="Utilization (time-weighted)")
     )
 
 
-def fairness_wait_chart(fairness: pl.DataFrame) -> alt.Chart:
-    """Jain's fairness index against the 95th percentile task wait, one point per run."""
-    points = fairness.select(
+def fairness_wait_chart(fairness: pl.DataFrame, labels: Sequence[str]) -> alt.Chart:
+    """Fairness against the 95th percentile task wait, one point per run (shape: cluster)."""
+    points = _with_cluster(fairness.select(
         "label", "seed",
         *(pl.col(c).cast(pl.Float64) for c in ("jain_fairness", "wait_p95_s", "wait_p50_s",
                                                 "jct_p95_s")),
-    ).drop_nulls(["jain_fairness", "wait_p95_s"])
+    ).drop_nulls(["jain_fairness", "wait_p95_s"])).pipe(palette.with_setting)
     return (
         alt.Chart(points)
         .mark_point(filled=True, size=90)
         .encode(
-            x=alt.X("wait_p95_s:Q", title="task wait p95 (s)"),
-            y=alt.Y("jain_fairness:Q", title="jain_fairness (users vs fair share)",
+            x=alt.X("wait_p95_s:Q", title="task wait p95 (s, log scale)",
+                    scale=alt.Scale(type="symlog")),
+            y=alt.Y("jain_fairness:Q", title="fairness (1 = every user got its fair share)",
                     scale=alt.Scale(domain=[0, 1])),
-            color=LABEL,
+            color=palette.color(labels),
+            shape=alt.Shape("cluster:N", title="cluster"),
             tooltip=["label:N", "seed:Q", alt.Tooltip("jain_fairness:Q", format=".3f"),
                      alt.Tooltip("wait_p50_s:Q", format=",.1f"),
                      alt.Tooltip("wait_p95_s:Q", format=",.1f"),

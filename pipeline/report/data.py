@@ -13,7 +13,8 @@ from pipeline.warehouse.db import connect, describe_error
 
 VIEWS = ("policy_summary", "cost_savings", "utilization_over_time", "fairness_vs_wait",
          "unschedulable_work", "queue_share_over_time", "queue_summary",
-         "scheduler_comparison")
+         "scheduler_comparison", "trace_summary", "completion_cdf", "queue_waits",
+         "run_peaks")
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,11 @@ class ReportData:
     queue_shares: pl.DataFrame = field(default_factory=pl.DataFrame)  # empty: no queues
     queue_summary: pl.DataFrame = field(default_factory=pl.DataFrame)
     comparison: pl.DataFrame = field(default_factory=pl.DataFrame)  # scheduler_comparison
+    traces_info: pl.DataFrame = field(default_factory=pl.DataFrame)  # trace_summary
+    distributions: pl.DataFrame = field(default_factory=pl.DataFrame)  # completion_cdf
+    queue_waits: pl.DataFrame = field(default_factory=pl.DataFrame)
+    peaks: pl.DataFrame = field(default_factory=pl.DataFrame)  # run_peaks
+    runs: pl.DataFrame = field(default_factory=pl.DataFrame)  # runs: cluster and settings
 
     @property
     def has_queues(self) -> bool:
@@ -57,12 +63,15 @@ class ReportData:
             return frame.filter(pl.col("run_id").is_in(self.summary.filter(
                 pl.col("trace") == trace)["run_id"].implode()))
 
+        def maybe(frame: pl.DataFrame) -> pl.DataFrame:
+            return only(frame) if frame.height else frame
+
         return ReportData(self.baseline, only(self.summary), only(self.savings),
                           only(self.utilization), only(self.fairness), only(self.unschedulable),
-                          only(self.queue_shares) if self.queue_shares.height else
-                          self.queue_shares, runs_of(self.queue_summary),
-                          only(self.comparison) if self.comparison.height else
-                          self.comparison)
+                          maybe(self.queue_shares), runs_of(self.queue_summary),
+                          maybe(self.comparison), maybe(self.traces_info),
+                          maybe(self.distributions), maybe(self.queue_waits),
+                          maybe(self.peaks), maybe(self.runs))
 
 
 def read_report_data(db: Path, baseline: str) -> ReportData:
@@ -81,7 +90,7 @@ def read_report_data(db: Path, baseline: str) -> ReportData:
                 f"(policies: {', '.join(policies)})", db, field="--baseline",
             )
         con.execute("set variable baseline_policy = ?", [baseline])
-        frames = {view: _frame(con, view, db) for view in VIEWS}
+        frames = {view: _frame(con, view, db) for view in (*VIEWS, "runs")}
     return ReportData(
         baseline,
         summary=frames["policy_summary"],
@@ -92,6 +101,11 @@ def read_report_data(db: Path, baseline: str) -> ReportData:
         queue_shares=frames["queue_share_over_time"],
         queue_summary=frames["queue_summary"],
         comparison=frames["scheduler_comparison"],
+        traces_info=frames["trace_summary"],
+        distributions=frames["completion_cdf"],
+        queue_waits=frames["queue_waits"],
+        peaks=frames["run_peaks"],
+        runs=frames["runs"],
     )
 
 
@@ -115,7 +129,10 @@ def _frame(con: duckdb.DuckDBPyConnection, view: str, db: Path) -> pl.DataFrame:
         raise TraceError(f"cannot read view {view}: {describe_error(exc)}", db) from exc
     frame = pl.from_arrow(table)
     assert isinstance(frame, pl.DataFrame)
-    return frame
+    # sums of integers come back as decimals, which charts cannot serialize
+    decimals = [c for c, t in zip(frame.columns, frame.dtypes, strict=True)
+                if isinstance(t, pl.Decimal)]
+    return frame.with_columns(pl.col(decimals).cast(pl.Float64)) if decimals else frame
 
 
 def mean_over_seeds(frame: pl.DataFrame, values: list[str]) -> pl.DataFrame:

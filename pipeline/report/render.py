@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,14 +21,20 @@ from pipeline.warehouse.query import format_value
 
 EMBED_OPTIONS = {"renderer": "svg", "actions": False}
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222;
+       padding: 0 1em; }
 h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
+p.lead { font-size: 1.2em; line-height: 1.45; background: #f3f7fb; border-left: 4px solid
+         #4e79a7; padding: .7em 1em; }
 table { border-collapse: collapse; font-size: 13px; margin: .8em 0; }
-section > table { display: block; overflow-x: auto; max-width: 100%; }
-th, td { border: 1px solid #ddd; padding: 3px 8px; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-th { background: #f4f4f4; }
+details > table { display: block; overflow-x: auto; max-width: 100%; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; vertical-align: top; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th { background: #f4f4f4; text-align: left; }
 .note { color: #555; }
+ul.bullets li { margin: .3em 0; }
+details { margin: .6em 0; }
+summary { cursor: pointer; color: #345; }
 .chart-error { color: #b00; }
 """
 EMBED_SCRIPT = """
@@ -85,20 +92,46 @@ def html_page(title: str, intro: str, traces: Sequence[tuple[str, list[Section]]
 
 
 def html_section(section: Section, chart_id: str | None) -> str:
-    """One section: heading, note, chart placeholder, table."""
+    """One section: heading, lead, note, bullets, chart placeholder, tables."""
     parts = [f'<section id="{section.key}">', f"<h3>{html.escape(section.title)}</h3>"]
-    if section.note:
-        parts.append(f'<p class="note">{html.escape(section.note)}</p>')
+    if section.lead:
+        parts.append(f'<p class="lead">{html.escape(section.lead)}</p>')
     if chart_id is not None:
         parts.append(f'<div class="chart" id="{chart_id}"></div>')
-    parts.append(html_table(section.table))
+    if section.note:
+        parts.append(f'<p class="note">{html.escape(section.note)}</p>')
+    if section.bullets:
+        items = "".join(f"<li>{html.escape(b)}</li>" for b in section.bullets)
+        parts.append(f'<ul class="bullets">{items}</ul>')
+    if section.table.width:
+        parts.append(html_table(section.table))
+    for title, shown, _ in section.details:
+        parts.append(f"<details><summary>{html.escape(title)}</summary>"
+                     f"{html_table(shown)}</details>")
     parts.append("</section>")
     return "\n".join(parts)
 
 
+_NUMERIC = re.compile(r"^[-+$]?[\d,.]+(e[-+]?\d+)?( ?(s|min|h|d|%))?$|^\u2013$")
+
+
+def _numeric_columns(frame: pl.DataFrame) -> list[bool]:
+    """Per column: numbers (or text that reads as a number, e.g. "$1,234", "5.2 min")."""
+    out = []
+    for name, dtype in zip(frame.columns, frame.dtypes, strict=True):
+        if dtype.is_numeric():
+            out.append(True)
+        elif dtype == pl.String:
+            values = [v for v in frame[name].to_list() if v]
+            out.append(bool(values) and all(_NUMERIC.match(v) for v in values))
+        else:
+            out.append(False)
+    return out
+
+
 def html_table(frame: pl.DataFrame) -> str:
     """``frame`` as an HTML table (numbers right-aligned)."""
-    numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    numeric = _numeric_columns(frame)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
     rows = []
     for row in frame.iter_rows():
@@ -115,7 +148,7 @@ def markdown_table(frame: pl.DataFrame) -> str:
     """``frame`` as a GitHub Markdown table (numbers right-aligned)."""
     if not frame.columns:
         return ""
-    numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    numeric = _numeric_columns(frame)
     head = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "|".join("---:" if num else "---" for num in numeric) + "|"
     rows = [

@@ -1,117 +1,205 @@
-"""The sections of a trace's report: a title, a chart and/or a table each (pure functions)."""
+"""The sections of a trace's report, answer first (pure functions of one trace's data).
+
+1. The answer: the headline sentence (:mod:`.headline`), savings against the status quo per
+   setting, fixed and elastic apart, and the trade-off table.
+2. What the numbers assume (:mod:`.assumptions`), with each run's settings folded away.
+3. What the replays show (:mod:`.observations`).
+4. The distributions of job completion and wait, the schedulers compared per cluster, the
+   queues, capacity over time, utilization, fairness, and the work left undone.
+5. Every run (folded away).
+Each section has at most one chart, a main table that fits the page (human column names,
+rounded), and optional folded tables; every table is also written as CSV, unrounded.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import altair as alt
 import polars as pl
 
-from pipeline.report import charts
+from pipeline.report import answer_charts, charts, palette
+from pipeline.report.assumptions import (
+    cluster_lines,
+    empty_metric_lines,
+    seed_line,
+    settings_table,
+    trace_lines,
+)
 from pipeline.report.data import ReportData
+from pipeline.report.headline import headline
+from pipeline.report.observations import observations
+from pipeline.report.tables import readable
 
 
 @dataclass(frozen=True)
 class Section:
-    """One part of a trace's report; ``key`` names its chart file."""
+    """One part of a trace's report; ``key`` names its chart and CSV files.
+
+    ``lead``: a sentence shown first and large; ``bullets``: statements; ``table``: the main
+    table (readable); ``raw``: the same rows unrounded, for the CSV; ``details``: folded
+    tables ``(title, readable frame, raw frame)``.
+    """
 
     key: str
     title: str
-    chart: alt.TopLevelMixin | None
-    table: pl.DataFrame
+    chart: alt.TopLevelMixin | None = None
+    table: pl.DataFrame = field(default_factory=pl.DataFrame)
     note: str = ""
+    lead: str = ""
+    bullets: tuple[str, ...] = ()
+    raw: pl.DataFrame | None = None
+    details: tuple[tuple[str, pl.DataFrame, pl.DataFrame], ...] = ()
 
 
-def trace_sections(data: ReportData) -> list[Section]:
+ANSWER_COLUMNS = ["cluster_mode", "setting", "node_hours", "cost_usd", "cost_saved_pct",
+                  "saved_usd_per_day", "jct_p95_s", "wait_p95_s", "jain_fairness",
+                  "backlog_task_s", "qualifies"]
+
+
+def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
     """The sections for one trace (``data`` already restricted to it)."""
-    return [
-        Section("cost", "Node-hours and dollars against the baseline",
-                charts.cost_against_baseline_chart(data.savings), cost_table(data.savings),
-                baseline_note(data.savings, data.baseline)),
-        *comparison_sections(data),
-        Section("provisioned-nodes", "Provisioned nodes over time",
-                charts.provisioned_nodes_chart(data.utilization),
-                provisioned_table(data.utilization)),
-        Section("allocated-capacity", "Allocated capacity over time",
-                charts.allocated_capacity_chart(data.utilization),
-                allocated_table(data.utilization)),
-        Section("utilization", "Utilization", charts.utilization_chart(data.summary),
-                utilization_table(data.summary)),
-        Section("fairness-wait", "Fairness against waiting",
-                charts.fairness_wait_chart(data.fairness), fairness_table(data.fairness),
-                FAIRNESS_NOTE),
-        Section("unschedulable", "Work not done", None, unschedulable_table(data.unschedulable),
-                "A cheaper policy that leaves work undone is not a saving."),
-        Section("parameters", "Runs and their parameters", None, parameters_table(data.summary)),
+    trace = data.summary["trace"][0]
+    info = data.traces_info.row(0, named=True) if data.traces_info.height else None
+    window_s = _window_s(info, data.summary)
+    answer = headline(data.summary, data.peaks, data.baseline, window_s, tolerance)
+    labels = data.summary["label"].to_list()
+    ordered = palette.with_setting(answer.settings).sort(
+        [pl.col("cluster_mode").fill_null("fixed") != "fixed", "cost_usd", "label"])
+    sections = [
+        Section("answer", "The answer", answer_charts.savings_chart(answer.settings, labels),
+                readable(ordered, ANSWER_COLUMNS), answer_note(data.baseline, tolerance),
+                lead=answer.sentence, raw=ordered),
+        Section("assumptions", "What these numbers assume",
+                bullets=tuple(trace_lines(info, trace) + cluster_lines(data.runs, data.summary)
+                              + [seed_line(data.summary)] + empty_metric_lines(data.summary)),
+                details=(_detail("Settings each run used (set, or read from configuration "
+                                 "files; defaults left out)",
+                                 settings_table(data.summary, data.runs)),)),
     ]
+    seen = observations(data.summary, data.queue_shares)
+    if seen:
+        sections.append(Section("observations", "What the replays show",
+                                bullets=tuple(seen)))
+    if data.distributions.height:
+        sections.append(Section(
+            "distributions", "Job completion and task wait",
+            answer_charts.distribution_chart(data.distributions, data.summary, labels),
+            note=DISTRIBUTION_NOTE))
+    sections += comparison_sections(data, labels)
+    sections += capacity_sections(data, labels)
+    sections.append(Section(
+        "backlog", "Work not done", None,
+        readable(data.summary.sort("label"), BACKLOG_COLUMNS), BACKLOG_NOTE,
+        raw=data.summary.select(["run_id", *BACKLOG_COLUMNS])))
+    sections.append(Section("runs", "Every run", details=(_detail(
+        "Runs, their settings and identity", data.summary.sort(["label", "seed"]).select(
+            "run_id", "label", "seed", "params_text"), raw=True),)))
+    return sections
 
 
-FAIRNESS_NOTE = (
-    "jain_fairness is Jain's index across users of what each user held over its fair share: "
-    "its DRF (max-min) share of the capacity given what every user asked for, time-weighted. "
-    "1 means every user got its fair share (all it asked for, when everything fits); it falls "
-    "when a user is held back while a fair division would serve it. jain_equal_share compares "
-    "users' dominant shares with an equal share whatever they asked for, so it also falls "
-    "when users simply ask for different amounts: it describes the workload's skew as much "
-    "as the scheduler. Both are plotted and tabled against task queueing delay; "
-    "docs/metrics.md defines every figure."
+def _window_s(info: dict[str, object] | None, summary: pl.DataFrame) -> float:
+    if info and info.get("window_end_s") is not None:
+        return float(info["window_end_s"]) - float(info.get("window_start_s") or 0.0)
+    ends = summary["measured_to_s"].drop_nulls() if "measured_to_s" in summary.columns else []
+    return float(max(ends)) if len(ends) else 86_400.0
+
+
+def _detail(title: str, frame: pl.DataFrame, raw: bool = False
+            ) -> tuple[str, pl.DataFrame, pl.DataFrame]:
+    shown = readable(frame, frame.columns) if raw else frame
+    return (title, shown, frame)
+
+
+def answer_note(baseline: str, tolerance: float) -> str:
+    tol = f"{100 * tolerance:.0f}%"
+    return (
+        f"The status quo is {baseline} on the trace's own machines (the fixed cluster), "
+        "paid for over the trace's window. On the fixed cluster every policy pays for the "
+        "same machines, so its savings are zero by construction: what differs there is "
+        "job time, waiting, fairness and the work left undone. A setting is within "
+        f"tolerance when its p95 job time is at most {tol} above the status quo's and it "
+        f"leaves at most {tol} more work undone at the window's end (faded bars: beyond). "
+        "Saved per day divides the saving by the window's length; a month is 30 days."
+    )
+
+
+DISTRIBUTION_NOTE = (
+    "Each line is one setting's cumulative distribution: the share of jobs completed (tasks "
+    "started) within a given time. Lines further left are faster; where a line meets 100% "
+    "is its slowest job (longest wait). Elastic clusters add the autoscaler's reaction "
+    "(the upscale wait plus the boot delay) to waits that need a new node."
 )
+BACKLOG_COLUMNS = ["label", "seed", "tasks_finished", "tasks_unfinished", "backlog_tasks",
+                   "backlog_task_s", "tasks_censored", "tasks_unschedulable", "wasted_task_s"]
+BACKLOG_NOTE = (
+    "A cheaper setting that leaves work undone is not a saving. Unfinished tasks were still "
+    "running or waiting at the window's end; work left counts the task-hours they still had "
+    "to do. 'Still running in the trace' are tasks the trace itself saw running at its "
+    "window's end (their true length is unknown; they run to the window's end). Tasks that "
+    "fit nowhere ask for more than any node has."
+)
+COMPARISON_COLUMNS = ["label", "node_hours", "jct_p50_s", "jct_p95_s", "wait_p95_s",
+                      "jain_fairness", "preemptions", "preemption_wasted_task_s",
+                      "min_share_of_guarantee", "jain_queues"]
 COMPARISON_NOTE = (
-    "Every run on this cluster, side by side. Job completion and task wait percentiles are "
-    "in seconds; jain_fairness is across users against each user's fair share given what "
-    "it asked for (1 = nobody held back beyond a fair division). Wasted task time counts "
-    "work lost to preemptions and to failed machines; preempted work counts preemptions "
-    "only. For queue-based schedulers, the share of guarantee is each leaf queue's mean "
-    "dominant share over its guaranteed share (lowest and highest of the leaves that ran "
-    "work; above 1 = borrowing idle capacity); jain_queues is Jain's index across leaves of "
-    "the part of its guarantee each got, up to what it asked for (1 = every leaf got its "
-    "guarantee or all it asked for; borrowing idle capacity does not lower it)."
+    "Every setting on this cluster, side by side (panels with nothing to show are left "
+    "out). Fairness is Jain's index across users of what each held against its fair share "
+    "given what it asked for (1 = nobody held back beyond a fair division). For queue "
+    "schedulers, 'lowest queue vs guarantee' is the smallest mean dominant share over "
+    "guaranteed share among the leaves that ran work (above 1 = borrowing idle capacity), "
+    "and queue fairness is Jain's index across leaves of the part of its guarantee each "
+    "got, up to what it asked for. docs/metrics.md defines every figure."
 )
 QUEUE_NOTE = (
-    "Each leaf queue's share of the provisioned cluster over time (line; the larger of its "
+    "Each leaf queue's share of the provisioned cluster over time (line: the larger of its "
     "cpu and memory shares, what dominant-resource queues are guaranteed) against its "
-    "guaranteed share (dashed). Share of guarantee above 1 is borrowed idle capacity; "
-    "mem_share is memory alone. Preempted work is run time lost to preemptions; job start "
-    "wait includes waiting for AM room. jain_users_usage is how evenly a leaf's users used "
-    "it over the run (not demand-aware: users asking for different amounts lower it); "
-    "jain_queues is the run's demand-aware index across leaves."
+    "guaranteed share (dashed), and how long its tasks waited. A line above its guarantee "
+    "borrows idle capacity; below it while the queue has work waiting, the queue is short "
+    "of its guarantee and preemption (when on) takes containers back for it."
 )
 
 
-def comparison_sections(data: ReportData) -> list[Section]:
-    """Per cluster: every run side by side, then queue shares for the queue-based runs."""
+def comparison_sections(data: ReportData, labels: list[str]) -> list[Section]:
+    """Per cluster: every run side by side, then the queues of the queue-based runs."""
     sections = []
     for cluster in data.clusters():
         runs = data.comparison.filter(pl.col("cluster") == cluster)
         key = section_key(cluster)
         sections.append(Section(
             f"schedulers-{key}", f"Schedulers compared on the {cluster} cluster",
-            charts.scheduler_comparison_chart(runs), comparison_table(runs), COMPARISON_NOTE))
+            charts.scheduler_comparison_chart(runs, labels),
+            readable(runs.sort("label"), COMPARISON_COLUMNS), COMPARISON_NOTE, raw=runs,
+            details=(("Every column", readable(runs.sort("label"), runs.columns), runs),)))
         queue_runs = runs.filter(pl.col("has_queues"))
         if queue_runs.height and data.has_queues:
             ids = queue_runs["run_id"].implode()
+            waits = data.queue_waits.filter(pl.col("run_id").is_in(ids)).join(
+                data.summary.select("run_id", "label", "cluster_mode"), on="run_id")
+            queues = queue_table(data.queue_summary, queue_runs)
             sections.append(Section(
-                f"queue-shares-{key}",
-                f"Queue shares against guarantees, and preemption cost ({cluster} cluster)",
+                f"queue-shares-{key}", f"Queues against their guarantees ({cluster} cluster)",
                 charts.queue_share_chart(data.queue_shares.filter(pl.col("run_id").is_in(ids))),
-                queue_table(data.queue_summary, queue_runs), QUEUE_NOTE))
+                readable(queues, QUEUE_COLUMNS), QUEUE_NOTE, raw=queues))
+            if waits.height:
+                sections.append(Section(
+                    f"queue-waits-{key}", f"How long each queue waited ({cluster} cluster)",
+                    answer_charts.queue_wait_chart(waits, labels),
+                    readable(waits.sort(["label", "queue"]), QUEUE_WAIT_COLUMNS), raw=waits))
     return sections
+
+
+QUEUE_COLUMNS = ["label", "queue", "guaranteed_share", "mean_dominant_share",
+                 "dominant_share_of_guarantee", "tasks", "preemptions",
+                 "preemption_wasted_task_s"]
+QUEUE_WAIT_COLUMNS = ["label", "queue", "tasks", "wait_p50_s", "wait_p95_s", "wait_max_s",
+                      "jct_p95_s", "backlog_task_s"]
 
 
 def section_key(text: str) -> str:
     """``text`` as a section key (HTML id and chart file name part)."""
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "cluster"
-
-
-def comparison_table(runs: pl.DataFrame) -> pl.DataFrame:
-    """Per run on one cluster: cost, utilization, times, fairness, preemption and queues."""
-    return runs.select(
-        "label", "seed", "node_hours", "cost_usd", "util_alloc_cpu", "util_alloc_mem",
-        "jct_p50_s", "jct_p95_s", "wait_p50_s", "wait_p95_s", "jain_fairness", "preemptions",
-        "wasted_task_s", "preemption_wasted_task_s", "min_share_of_guarantee",
-        "max_share_of_guarantee", "jain_queues",
-    )
 
 
 def queue_table(queue_summary: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
@@ -126,79 +214,38 @@ def queue_table(queue_summary: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame
     )
 
 
-def cost_table(savings: pl.DataFrame) -> pl.DataFrame:
-    """Per run: node-hours and dollars, and what each saves against the baseline run."""
-    return savings.select(
-        "label", "seed", "node_hours", "node_hours_saved", "node_hours_saved_pct",
-        "node_hours_saved_vs_fixed_pct", "cost_usd", "cost_saved_usd", "cost_saved_pct",
-        "cost_saved_vs_fixed_usd", "baseline_run_id",
-    )
+def capacity_sections(data: ReportData, labels: list[str]) -> list[Section]:
+    """Capacity over time, utilization and fairness against waiting."""
+    peaks = data.peaks.join(data.summary.select("run_id", "label", "seed", "util_alloc_cpu",
+                                                "util_alloc_mem", "util_used_cpu",
+                                                "util_used_mem", "node_hours"), on="run_id")
+    window_h = max(_window_s(None, data.summary) / 3600, 1e-9)
+    peaks = peaks.with_columns((pl.col("node_hours") / window_h).alias("mean_nodes"))
+    return [
+        Section("provisioned-nodes", "Provisioned nodes over time",
+                charts.provisioned_nodes_chart(data.utilization, labels),
+                readable(peaks.sort("label"), ["label", "seed", "mean_nodes", "peak_nodes"]),
+                "Identical lines (the fixed cluster is the same machines under every "
+                "policy) are drawn once. Peaks are true peaks, from every change.",
+                raw=peaks),
+        Section("allocated-capacity", "Allocated capacity over time",
+                charts.allocated_capacity_chart(data.utilization, labels)),
+        Section("utilization", "Utilization", charts.utilization_chart(data.summary, labels),
+                readable(data.summary.sort("label"), ["label", "seed", "util_alloc_cpu",
+                                                      "util_alloc_mem", "util_used_cpu",
+                                                      "util_used_mem"])),
+        Section("fairness-wait", "Fairness against waiting",
+                charts.fairness_wait_chart(data.fairness, labels),
+                readable(data.fairness.sort("label"), [
+                    "label", "seed", "jain_fairness", "jain_equal_share", "wait_p50_s",
+                    "wait_p95_s", "jct_p95_s"]), FAIRNESS_NOTE),
+    ]
 
 
-def baseline_note(savings: pl.DataFrame, baseline: str) -> str:
-    """Which baseline the savings are against, and the seeds without a baseline run."""
-    missing = savings.filter(pl.col("baseline_run_id").is_null())["seed"].unique().sort()
-    note = (f"Savings are against {baseline} on the same trace, cluster and seed (positive = "
-            "cheaper), measured over the trace's window. On the fixed cluster every policy "
-            "pays for the same machines over the window, so its savings are zero by "
-            "construction: compare job times, waits, fairness and backlog there. An elastic "
-            f"run's saving against the fixed cluster (its {baseline} run) is in the "
-            "'vs fixed' columns. The fixed cluster replays the trace's machine failures "
-            "(evictions); elastic nodes never fail.")
-    if len(missing):
-        seeds = ", ".join(str(s) for s in missing.to_list())
-        note += f" No {baseline} run for seed(s) {seeds}: their savings are blank."
-    return note
-
-
-def provisioned_table(utilization: pl.DataFrame) -> pl.DataFrame:
-    """Per run: mean and peak provisioned nodes and cpu/mem over the time grid."""
-    return _over_grid(utilization, ["nodes_provisioned", "cpu_provisioned", "mem_provisioned"])
-
-
-def allocated_table(utilization: pl.DataFrame) -> pl.DataFrame:
-    """Per run: mean and peak allocated cpu/mem over the time grid."""
-    return _over_grid(utilization, ["cpu_allocated", "mem_allocated"])
-
-
-def _over_grid(utilization: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
-    """Per run (label, seed): the mean and peak of each of ``columns`` over time buckets."""
-    return (
-        utilization.group_by(["label", "seed"])
-        .agg([
-            *(pl.col(c).mean().alias(f"{c}_mean") for c in columns),
-            *(pl.col(c).max().alias(f"{c}_peak") for c in columns),
-        ])
-        .sort(["label", "seed"])
-    )
-
-
-def utilization_table(summary: pl.DataFrame) -> pl.DataFrame:
-    """Per run: time-weighted allocated and used utilization."""
-    return summary.select(
-        "label", "seed", "util_alloc_cpu", "util_alloc_mem", "util_used_cpu", "util_used_mem"
-    )
-
-
-def fairness_table(fairness: pl.DataFrame) -> pl.DataFrame:
-    """Per run: both fairness indices, waiting and job completion times."""
-    return fairness.select(
-        "label", "seed", "jain_fairness", "jain_equal_share", "wait_p50_s", "wait_p95_s",
-        "jct_p50_s", "jct_p95_s", "jct_p99_s",
-    )
-
-
-def unschedulable_table(unschedulable: pl.DataFrame) -> pl.DataFrame:
-    """Per run: tasks by final outcome, unschedulable requests and wasted run time."""
-    return unschedulable.select(
-        "label", "seed", "tasks", "tasks_finished", "tasks_unschedulable", "tasks_unfinished",
-        "tasks_killed", "unschedulable_cpu", "unschedulable_mem", "wasted_task_s",
-    )
-
-
-def parameters_table(summary: pl.DataFrame) -> pl.DataFrame:
-    """Per run: what was replayed and how (where, when and how fast it ran is provenance,
-    kept in the warehouse's ``runs`` table, so the same results give the same report)."""
-    return summary.select(
-        "run_id", "policy", pl.col("params_text").alias("params"), "seed", "cluster_mode",
-    )
+FAIRNESS_NOTE = (
+    "Fairness is Jain's index across users of what each user held over its fair share (its "
+    "DRF share of the capacity given what every user asked for), time-weighted: 1 means "
+    "every user got its fair share. The equal-share index compares users' dominant shares "
+    "with an equal share whatever they asked for, so it also falls when users simply ask "
+    "for different amounts."
+)

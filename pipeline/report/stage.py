@@ -6,9 +6,12 @@ so a failed report leaves the previous one untouched.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
+
+import polars as pl
 
 from pipeline.errors import UsageError
 from pipeline.report.data import ReportData, read_report_data
@@ -20,19 +23,27 @@ TITLE = "tracereplay cost-savings report"
 REPORT_FILES = ("report.html", "summary.md")
 
 
-def report(db: Path, out: Path, baseline: str = "yarn-uniform") -> dict[str, Any]:
+def report(db: Path, out: Path, baseline: str = "yarn-uniform",
+           tolerance: float = 0.1) -> dict[str, Any]:
     """Write the cost-savings report of warehouse ``db`` into directory ``out``.
 
+    ``tolerance``: how much slower (p95 job time) and how much more work left undone than
+    the status quo a setting may be and still count as a saving (0.1 = 10%).
     ``out`` is replaced as a whole; to protect other files, an existing non-empty ``out``
     must be a previous report (hold report.html or summary.md).
     """
     out = Path(out)
+    if not 0 <= tolerance <= 10:
+        raise UsageError(f"must be between 0 and 10 (a fraction), got {tolerance}",
+                         field="--tolerance")
     _check_replaceable(out)
     data = read_report_data(Path(db), baseline)
-    traces = [(trace, trace_sections(data.for_trace(trace))) for trace in data.traces()]
+    traces = [(trace, trace_sections(data.for_trace(trace), tolerance))
+              for trace in data.traces()]
     intro = _intro(data, Path(db))
     with atomic_dir(out) as tmp:
         charts = write_charts(tmp / "charts", traces)
+        write_csvs(tmp / "tables", traces)
         (tmp / "report.html").write_text(html_page(TITLE, intro, traces))
         (tmp / "summary.md").write_text(summary_markdown(intro, traces))
     return {
@@ -59,8 +70,10 @@ def _check_replaceable(out: Path) -> None:
 
 def _intro(data: ReportData, db: Path) -> str:
     return (
-        f"{data.summary.height} runs of {len(data.traces())} trace(s) from warehouse {db}; "
-        f"savings against baseline policy {data.baseline}."
+        f"What each scheduling setting would cost on the workload of {len(data.traces())} "
+        f"trace(s), replayed {data.summary.height} times (warehouse {db}), against the "
+        f"status quo: {data.baseline} on the trace's own machines. Tables round for reading; "
+        "tables/*.csv and the warehouse hold the exact figures."
     )
 
 
@@ -88,15 +101,45 @@ def write_charts(directory: Path, traces: list[tuple[str, list[Section]]]) -> li
 
 
 def summary_markdown(intro: str, traces: list[tuple[str, list[Section]]]) -> str:
-    """The report as Markdown: per trace and section, the PNG chart and the table."""
+    """The report as Markdown: per trace and section, the lead, chart, notes and tables."""
     lines = [f"# {TITLE}", "", intro, ""]
     for trace, sections in traces:
         lines += [f"## Trace {trace}", ""]
         for section in sections:
             lines += [f"### {section.title}", ""]
-            if section.note:
-                lines += [section.note, ""]
+            if section.lead:
+                lines += [f"**{section.lead}**", ""]
             if section.chart is not None:
                 lines += [f"![{section.title}](charts/{chart_name(trace, section)})", ""]
-            lines += [markdown_table(section.table), ""]
+            if section.note:
+                lines += [section.note, ""]
+            lines += [f"- {b}" for b in section.bullets] + ([""] if section.bullets else [])
+            if section.table.width:
+                lines += [markdown_table(section.table), ""]
+            for title, shown, _ in section.details:
+                lines += ["<details>", f"<summary>{title}</summary>", "",
+                          markdown_table(shown), "", "</details>", ""]
     return "\n".join(lines)
+
+
+def write_csvs(directory: Path, traces: list[tuple[str, list[Section]]]) -> list[str]:
+    """Every table of the report, unrounded, as ``directory/<trace>-<section>[-n].csv``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    names = []
+    for trace, sections in traces:
+        for section in sections:
+            frames = [section.raw] if section.raw is not None else []
+            frames += [raw for _, _, raw in section.details]
+            for i, frame in enumerate(frames):
+                name = f"{_slug(trace)}-{section.key}{'' if i == 0 else f'-{i}'}.csv"
+                _scalars(frame).write_csv(directory / name)
+                names.append(name)
+    return names
+
+
+def _scalars(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with nested columns (lists, structs) as JSON text, so CSV can hold them."""
+    nested = [c for c, t in zip(frame.columns, frame.dtypes, strict=True) if t.is_nested()]
+    return frame.with_columns(pl.col(c).map_elements(
+        lambda v: json.dumps(v if not hasattr(v, "to_list") else v.to_list(), default=str),
+        return_dtype=pl.String) for c in nested)

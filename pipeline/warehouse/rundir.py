@@ -145,6 +145,7 @@ def runs_row(meta: dict[str, Any], run: Path) -> dict[str, Any]:
         "settings": json.dumps(settings or {}, sort_keys=True),
         "window_start_s": window.get("start_s"),
         "window_end_s": window.get("end_s"),
+        "window_source": _text(window.get("source")),
         "measured_from_s": measured.get("from_s"),
         "measured_to_s": measured.get("to_s"),
         "drained": measured.get("drained"),

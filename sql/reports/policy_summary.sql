@@ -90,6 +90,7 @@ described as (
             ','
         ) as params_text,
         coalesce(cluster ->> 'mode', cluster ->> 'kind') as cluster_mode,
+        cast(cluster ->> 'price_per_hour' as double) as price_per_hour,
         -- what a run is apart from its seed
         left(md5(policy || ' ' || coalesce(params::varchar, '') || ' '
                  || coalesce(cluster::varchar, '')), 6) as config_id
@@ -127,6 +128,7 @@ final as (
         labelled.seed,
         labelled.label,
         labelled.cluster_mode,
+        labelled.price_per_hour,
         labelled.config_id,
         labelled.window_end_s,
         labelled.measured_to_s,

@@ -14,6 +14,7 @@ final as (
         cast(settings as json)                                         as settings,
         cast(window_start_s as double)                                 as window_start_s,
         cast(window_end_s as double)                                   as window_end_s,
+        cast(window_source as varchar)                                 as window_source,
         cast(measured_from_s as double)                                as measured_from_s,
         cast(measured_to_s as double)                                  as measured_to_s,
         cast(drained as boolean)                                       as drained,

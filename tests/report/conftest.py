@@ -14,13 +14,17 @@ from pipeline.report import report
 from pipeline.warehouse import load
 from tests.warehouse.rundirs import demo_runs
 
-SECTIONS_WITH_CHARTS = ("cost", "schedulers-fixed", "schedulers-elastic", "provisioned-nodes",
-                        "allocated-capacity", "utilization", "fairness-wait")
-SECTIONS = (*SECTIONS_WITH_CHARTS, "unschedulable", "parameters")
+SECTIONS_WITH_CHARTS = ("answer", "distributions", "schedulers-fixed", "schedulers-elastic",
+                        "provisioned-nodes", "allocated-capacity", "utilization",
+                        "fairness-wait")
+# sections without a chart, and those with a table (main or folded)
+SECTIONS = (*SECTIONS_WITH_CHARTS, "assumptions", "backlog", "runs")
+SECTIONS_WITH_TABLES = ("answer", "assumptions", "schedulers-fixed", "schedulers-elastic",
+                        "provisioned-nodes", "utilization", "fairness-wait", "backlog", "runs")
 # the queue report: one fixed cluster; capacity and fair runs have queues
-QUEUE_SECTIONS_WITH_CHARTS = ("cost", "schedulers-fixed", "queue-shares-fixed",
-                              "provisioned-nodes", "allocated-capacity", "utilization",
-                              "fairness-wait")
+QUEUE_SECTIONS_WITH_CHARTS = ("answer", "distributions", "schedulers-fixed",
+                              "queue-shares-fixed", "queue-waits-fixed", "provisioned-nodes",
+                              "allocated-capacity", "utilization", "fairness-wait")
 
 CAPACITY_XML = """<configuration>
 <property><name>yarn.scheduler.capacity.root.queues</name><value>prod,research</value></property>

@@ -12,10 +12,15 @@ import polars as pl
 import pytest
 
 from pipeline.errors import TraceError, UsageError
-from pipeline.report import charts, report
+from pipeline.report import answer_charts, charts, report
 from pipeline.report import stage as report_stage
 from pipeline.report.data import read_report_data
-from tests.report.conftest import QUEUE_SECTIONS_WITH_CHARTS, SECTIONS, SECTIONS_WITH_CHARTS
+from tests.report.conftest import (
+    QUEUE_SECTIONS_WITH_CHARTS,
+    SECTIONS,
+    SECTIONS_WITH_CHARTS,
+    SECTIONS_WITH_TABLES,
+)
 
 Built = tuple[Path, dict[str, Any]]
 
@@ -30,7 +35,10 @@ def chart_specs(page: str) -> list[tuple[str, dict[str, Any]]]:
 def test_report_writes_html_pngs_and_markdown(built_report: Built) -> None:
     out, result = built_report
     assert result["traces"] == ["demo"] and result["runs"] == 2
-    assert sorted(p.name for p in out.iterdir()) == ["charts", "report.html", "summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["charts", "report.html", "summary.md",
+                                                     "tables"]
+    csvs = {p.name for p in (out / "tables").iterdir()}
+    assert {"demo-answer.csv", "demo-backlog.csv", "demo-runs.csv"} <= csvs
     pngs = sorted((out / "charts").iterdir())
     assert [p.name for p in pngs] == sorted(f"demo-{s}.png" for s in SECTIONS_WITH_CHARTS)
     assert all(p.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") for p in pngs)
@@ -55,7 +63,7 @@ def test_one_chart_per_section(built_report: Built) -> None:
         assert section is not None, key
         divs = re.findall(r'<div class="chart" id="(chart-\d+)">', section.group(1))
         assert len(divs) == (1 if key in SECTIONS_WITH_CHARTS else 0), key
-        assert "<table>" in section.group(1)
+        assert ("<table>" in section.group(1)) == (key in SECTIONS_WITH_TABLES), key
     assert [s[0] for s in specs] == [f"chart-{i}" for i in range(len(specs))]
     assert all("$schema" in spec for _, spec in specs)
 
@@ -63,13 +71,19 @@ def test_one_chart_per_section(built_report: Built) -> None:
 def test_summary_markdown(built_report: Built) -> None:
     text = (built_report[0] / "summary.md").read_text()
     assert "## Trace demo" in text
-    assert "| packing [elastic] | 0 | 1.5 | 0.5 | 25 | 25 | 0.288 | 0.096 | 25 | 0.096 |" in text
+    # the answer first: the saving against the status quo, per day and month
+    answer = text.split("### The answer")[1].split("###")[0]
+    assert answer.lstrip().startswith(
+        "**packing on the elastic cluster saves 25.0% against yarn-uniform on the trace's "
+        "fixed cluster, which costs $0.38 (2 node-hours)")
+    assert "$0.10 per day, $2.88 per 30-day month" in answer
+    assert "| elastic | packing | 2 | $0.29 | +25.0% | $0.10 |" in answer
     for key in SECTIONS_WITH_CHARTS:
         assert f"(charts/demo-{key}.png)" in text
-    assert "| run_id | policy | params | seed |" in text
+    assert "| Run | Setting | Seed | Settings used |" in text
     fixed = text.split("### Schedulers compared on the fixed cluster")[1].split("###")[0]
-    assert "| label | seed | node_hours | cost_usd | util_alloc_cpu |" in fixed
-    assert "| yarn-uniform | 0 | 2 |" in fixed and "packing" not in fixed
+    assert "| Setting | Node-hours | Job time p50 |" in fixed
+    assert "| yarn-uniform | 2 |" in fixed and "packing" not in fixed
 
 
 def test_baseline_option_and_unknown_baseline(warehouse: Path) -> None:
@@ -119,13 +133,15 @@ def test_refuses_to_replace_a_directory_that_is_not_a_report(warehouse: Path,
 def test_charts_accept_empty_frames(warehouse: Path) -> None:
     data = read_report_data(warehouse, "yarn-uniform")
     for chart in (
-        charts.cost_against_baseline_chart(data.savings.clear()),
-        charts.provisioned_nodes_chart(data.utilization.clear()),
-        charts.allocated_capacity_chart(data.utilization.clear()),
-        charts.utilization_chart(data.summary.clear()),
+        charts.provisioned_nodes_chart(data.utilization.clear(), []),
+        charts.allocated_capacity_chart(data.utilization.clear(), []),
+        charts.utilization_chart(data.summary.clear(), []),
         charts.fairness_wait_chart(data.fairness.with_columns(
-            pl.lit(None, pl.Float64).alias("jain_fairness"))),
-        charts.scheduler_comparison_chart(data.comparison.clear()),
+            pl.lit(None, pl.Float64).alias("jain_fairness")), []),
+        charts.scheduler_comparison_chart(data.comparison.clear(), []),
+        answer_charts.distribution_chart(data.distributions.clear(), data.summary, []),
+        answer_charts.queue_wait_chart(data.queue_waits.with_columns(
+            pl.lit("x").alias("label"), pl.lit("fixed").alias("cluster_mode")).clear(), []),
     ):
         assert "$schema" in chart.to_dict()
 
@@ -139,12 +155,14 @@ def test_queue_report_compares_the_three_schedulers(queue_report: Built) -> None
     shares = re.search(r'<section id="queue-shares-fixed">(.*?)</section>', page, re.S)
     assert shares is not None and "root.research" in shares.group(1)
     text = (out / "summary.md").read_text()
-    table = text.split("### Schedulers compared on the fixed cluster")[1].split("###")[0]
+    table = text.split("### Schedulers compared on the fixed cluster")[1].split("<details>")[0]
     header, _, *lines = [[cell.strip() for cell in line.strip("|").split("|")]
                          for line in table.splitlines() if line.startswith("|")]
     rows = {cells[0]: dict(zip(header, cells, strict=True)) for cells in lines}
     assert sorted(rows) == ["capacity-scheduler", "drf", "fair-scheduler", "yarn-uniform"]
-    assert float(rows["capacity-scheduler"]["preemptions"]) > 0
-    assert float(rows["capacity-scheduler"]["preemption_wasted_task_s"]) > 0
-    assert rows["drf"]["jain_queues"] == "NULL"
-    assert 0 < float(rows["fair-scheduler"]["jain_queues"]) <= 1
+    assert float(rows["capacity-scheduler"]["Preemptions"].replace(",", "")) > 0
+    assert float(rows["capacity-scheduler"]["Lost to preemption (task-h)"]) >= 0
+    assert rows["drf"]["Queue fairness (1 = fair)"] == "\u2013"
+    assert 0 < float(rows["fair-scheduler"]["Queue fairness (1 = fair)"]) <= 1
+    waits = text.split("### How long each queue waited (fixed cluster)")[1].split("###")[0]
+    assert "research" in waits and "Wait p95" in waits

@@ -76,5 +76,5 @@ def test_report_has_the_queue_section(runs: list[Path], tmp_path: Path) -> None:
     load(runs, db)
     report(db, tmp_path / "report")
     html = next((tmp_path / "report").glob("*.html")).read_text()
-    assert "Queue shares against guarantees" in html
+    assert "Queues against their guarantees" in html and "How long each queue waited" in html
     assert any("queue-shares" in p.name for p in (tmp_path / "report").rglob("*.png"))

@@ -1,0 +1,112 @@
+"""The charts that answer the report's question: what each setting saves against the status
+quo, and what it does to job times and waits (pure functions of one trace's frames)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+import polars as pl
+
+from pipeline.report import palette
+
+WIDTH = 520
+CLUSTER_ROW = alt.Row("cluster:N", title=None, sort=["fixed", "elastic"],
+                      header=alt.Header(labelAngle=0, labelAlign="left", labelOrient="top",
+                                        labelFontWeight="bold"))
+
+
+def savings_chart(settings: pl.DataFrame, labels: Sequence[str]) -> alt.FacetChart:
+    """Per setting, the share of the status quo's cost it saves (negative = costs more),
+    fixed and elastic clusters apart, each bar labelled with dollars saved per day; bars of
+    settings that slow the work beyond the tolerance are hatched grey."""
+    rows = palette.with_setting(settings).select(
+        "label", "setting", pl.col("cluster_mode").fill_null("fixed").alias("cluster"),
+        pl.col("cost_saved_pct").cast(pl.Float64), pl.col("saved_usd_per_day"),
+        pl.col("qualifies").fill_null(False),
+    ).with_columns(
+        pl.when(pl.col("cost_saved_pct").abs() < 0.05).then(pl.lit("0 (same machines)"))
+        .otherwise(pl.format("{}%  ${}/day", pl.col("cost_saved_pct").round(1),
+                             pl.col("saved_usd_per_day").round(0).cast(pl.Int64)))
+        .alias("text"),
+        pl.when(pl.col("qualifies")).then(pl.lit("within tolerance"))
+        .otherwise(pl.lit("slows the work")).alias("verdict"),
+    )
+    y = alt.Y("setting:N", title=None, sort="-x", axis=alt.Axis(labelLimit=420))
+    x = alt.X("cost_saved_pct:Q", title="saved against the status quo (% of its cost)",
+              scale=alt.Scale(domainMin=min(0.0, float(rows["cost_saved_pct"].min() or 0))),
+              axis=alt.Axis(tickCount=5))
+    bars = alt.Chart().mark_bar().encode(
+        x=x, y=y, color=palette.color(labels, legend=None),
+        opacity=alt.Opacity("verdict:N", scale=alt.Scale(
+            domain=["within tolerance", "slows the work"], range=[1.0, 0.35]),
+            legend=alt.Legend(title=None, orient="bottom")),
+        tooltip=["label:N", alt.Tooltip("cost_saved_pct:Q", format=".1f", title="saved %"),
+                 alt.Tooltip("saved_usd_per_day:Q", format="$,.0f", title="saved per day"),
+                 "verdict:N"])
+    text = alt.Chart().mark_text(align="left", dx=4, fontSize=11).encode(
+        x=alt.X("cost_saved_pct:Q"), y=y, text="text:N")
+    return (
+        alt.layer(bars, text, data=rows)
+        .properties(width=WIDTH, height=alt.Step(20))
+        .facet(row=CLUSTER_ROW)
+        .resolve_scale(y="independent")
+        .properties(title="What each setting saves against the status quo")
+    )
+
+
+def distribution_chart(distributions: pl.DataFrame, runs: pl.DataFrame,
+                       labels: Sequence[str]) -> alt.FacetChart:
+    """CDFs of job completion and task wait per setting (log time axis), fixed and elastic
+    apart: the whole distribution, not just two percentiles."""
+    curves = (
+        distributions.join(runs.select("run_id", "label", "cluster_mode"), on="run_id")
+        .pipe(palette.with_setting)
+        .group_by(["setting", "cluster_mode", "measure", "fraction"])
+        .agg(pl.col("value_s").cast(pl.Float64).mean())
+        .with_columns(pl.col("cluster_mode").fill_null("fixed").alias("cluster"),
+                      # a log axis has no 0: show instant starts at a millisecond
+                      pl.col("value_s").clip(lower_bound=1e-3))
+        .sort(["setting", "cluster", "measure", "fraction"])
+    )
+    return (
+        alt.Chart(curves)
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=alt.X("value_s:Q", title="seconds (log scale)",
+                    scale=alt.Scale(type="log"), axis=alt.Axis(format="~s")),
+            y=alt.Y("fraction:Q", title="fraction at or below", axis=alt.Axis(format="%")),
+            color=palette.color(labels),
+            tooltip=["setting:N", "cluster:N", "measure:N",
+                     alt.Tooltip("fraction:Q", format=".1%"),
+                     alt.Tooltip("value_s:Q", format=",.1f", title="seconds")],
+        )
+        .properties(width=300, height=170)
+        .facet(row=CLUSTER_ROW, column=alt.Column("measure:N", title=None))
+        .properties(title="Job completion and task wait, whole distributions")
+    )
+
+
+def queue_wait_chart(waits: pl.DataFrame, labels: Sequence[str]) -> alt.FacetChart:
+    """Per leaf queue, the p95 task wait under each queue-based setting."""
+    rows = palette.with_setting(waits).with_columns(
+        pl.col("cluster_mode").fill_null("fixed").alias("cluster"),
+        pl.col("queue").str.replace(r"^root\.", "").alias("queue"),
+        pl.col("wait_p95_s").cast(pl.Float64))
+    return (
+        alt.Chart(rows)
+        .mark_bar()
+        .encode(
+            y=alt.Y("queue:N", title=None),
+            yOffset=alt.YOffset("setting:N"),
+            x=alt.X("wait_p95_s:Q", title="task wait p95 (s)"),
+            color=palette.color(labels, shown=rows["label"].to_list()),
+            tooltip=["setting:N", "queue:N", "cluster:N",
+                     alt.Tooltip("wait_p50_s:Q", format=",.1f"),
+                     alt.Tooltip("wait_p95_s:Q", format=",.1f"),
+                     alt.Tooltip("tasks:Q", format=",")],
+        )
+        .properties(width=WIDTH, height=alt.Step(10))
+        .facet(row=CLUSTER_ROW)
+        .properties(title="How long each queue's tasks waited")
+    )

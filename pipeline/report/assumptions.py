@@ -1,0 +1,141 @@
+"""What every number in a trace's report assumes, in words (pure functions over its frames).
+
+The trace (format, window, size, units), each cluster model as replayed (machines or the
+elastic template, price and billing, boot and upscale delays, idle release, failures), the
+seeds, and for every metric that is empty for all runs, why.  The settings each run used
+(configuration files included, with where each came from) are in
+:func:`settings_table`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import polars as pl
+
+from pipeline.report.tables import duration
+
+# metric -> why it is empty when it is empty for every run of a trace
+EMPTY_REASONS = {
+    "util_used_cpu": "the trace records no measured usage (cpu_used, mem_used), so only "
+                     "allocated utilization is known",
+    "locality_node": "no task lists the machines holding its input data (inputs), so data "
+                     "locality cannot be measured",
+    "jct_p95_s": "no job finished entirely within the window",
+    "wait_p95_s": "no task started",
+    "jain_fairness": "no user held resources while another asked for them",
+}
+BILLING = {1.0: "billed per second", 3600.0: "billed per started hour"}
+
+
+def trace_lines(info: dict[str, Any] | None, trace: str) -> list[str]:
+    """The trace: what it is, its window and size, and its units."""
+    if info is None or (info.get("source_format") is None
+                        and info.get("window_end_s") is None):
+        return [f"Trace {trace}: its runs recorded no description of it (format, window, "
+                "size); they predate it or were written by other tools."]
+    start, end = info.get("window_start_s"), info.get("window_end_s")
+    window = (f"observation window {duration(start)} to {duration(end)} from the trace's "
+              f"start ({info.get('window_source') or 'source not recorded'})"
+              if end is not None else "no observation window recorded")
+    size = ", ".join(f"{int(info[k]):,} {k}" for k in ("machines", "jobs", "tasks")
+                     if info.get(k) is not None)
+    lines = [f"Trace {trace}: {info.get('source_format') or 'unknown'} format"
+             f"{', ' + size if size else ''}; {window}. Costs and utilization are measured "
+             "over this window; work not finished by its end is reported as backlog."]
+    units = info.get("units")
+    if isinstance(units, str):
+        units = json.loads(units)
+    if units:
+        described = "; ".join(f"{k}: {v}" for k, v in units.items() if k in ("cpu", "mem"))
+        lines.append(f"Resources are in the trace's units ({described}); an elastic node's "
+                     "shape is given in the same units.")
+    return lines
+
+
+def cluster_lines(runs: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
+    """One line per cluster model replayed (fixed, elastic with its options)."""
+    lines = []
+    for text in sorted(set(runs["cluster"].to_list()), key=lambda c: '"elastic"' in c):
+        spec = json.loads(text) if isinstance(text, str) else dict(text)
+        ids = runs.filter(pl.col("cluster") == text)["run_id"]
+        evictions = summary.filter(pl.col("run_id").is_in(ids.implode()))["evictions"]
+        price = (f"${spec.get('price_per_hour', 0):.3g} per node-hour, "
+                 f"{BILLING.get(float(spec.get('billing_s', 1.0)), 'billed per interval')}")
+        if (spec.get("kind") or spec.get("mode")) == "elastic":
+            lines.append(_elastic_line(spec, price))
+        else:
+            most = int(evictions.max() or 0) if evictions.len() else 0
+            lines.append(
+                "Fixed cluster: the trace's own machines, added, removed and failing when the "
+                f"trace says (up to {most:,} task evictions per run here); every policy pays "
+                f"for the same machines over the window. {price}.")
+    return lines
+
+
+def _elastic_line(spec: dict[str, Any], price: str) -> str:
+    if "node_cpu" not in spec:
+        return f"Elastic cluster: nodes added and released by an autoscaler. {price}."
+    return (
+        f"Elastic cluster: identical nodes of {spec['node_cpu']:g} cpu and "
+        f"{spec['node_mem']:g} memory (trace units), {spec['min_nodes']} to "
+        f"{spec['max_nodes']} nodes ({spec['initial_nodes']} at the start); a request waiting "
+        f"{duration(spec['upscale_wait_s'])} triggers an upscale by the nodes the waiting "
+        f"requests need, each billed from the request and ready "
+        f"{duration(spec['boot_delay_s'])} later; a node idle for {duration(spec['idle_s'])} "
+        f"is released. Elastic nodes never fail. {price}.")
+
+
+def seed_line(runs: pl.DataFrame) -> str:
+    seeds = sorted(set(runs["seed"].to_list()))
+    return (f"Seeds: {', '.join(str(s) for s in seeds)}"
+            + ("; figures are means over seeds." if len(seeds) > 1 else "."))
+
+
+def empty_metric_lines(summary: pl.DataFrame) -> list[str]:
+    """For each metric empty in every run, why (e.g. no measured usage in the trace)."""
+    lines = []
+    for metric, why in EMPTY_REASONS.items():
+        if metric in summary.columns and summary[metric].null_count() == summary.height:
+            lines.append(f"{metric.replace('_p95_s', '').replace('_cpu', '')} is empty: {why}.")
+    return lines
+
+
+def settings_text(settings: Any) -> str:
+    """A run's settings, compactly: those set or read from a file (defaults left out)."""
+    if isinstance(settings, str):
+        settings = json.loads(settings or "{}")
+    parts = []
+    for name, entry in sorted((settings or {}).items()):
+        if entry.get("source") == "default":
+            continue
+        value = entry.get("value")
+        if isinstance(value, dict):
+            value = " ".join(f"{k.removeprefix('root.')}:{v}" for k, v in value.items())
+        parts.append(f"{name}={value}")
+    return "; ".join(parts) or "defaults"
+
+
+def sources_text(settings: Any) -> str:
+    """Where a run's non-default settings came from (files and properties, or 'set')."""
+    if isinstance(settings, str):
+        settings = json.loads(settings or "{}")
+    files = sorted({str(e.get("source", "")).split(":")[0].split(" (")[0]
+                    for e in (settings or {}).values()
+                    if e.get("source") not in ("default", "set")})
+    return ", ".join(files) if files else "parameters"
+
+
+def settings_table(summary: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """Per setting: the settings its runs used (the same on every cluster and seed, as a
+    rule: one row then) and where they came from."""
+    joined = summary.select("run_id", "label").join(
+        runs.select("run_id", "settings"), on="run_id", how="left")
+    return joined.select(
+        pl.col("label").str.replace(r" \[[^\]]+\]$", "").alias("Setting"),
+        pl.col("settings").map_elements(settings_text, return_dtype=pl.String)
+        .alias("Settings used (set or from files)"),
+        pl.col("settings").map_elements(sources_text, return_dtype=pl.String)
+        .alias("From"),
+    ).unique().sort(["Setting", "Settings used (set or from files)"])

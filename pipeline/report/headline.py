@@ -1,0 +1,165 @@
+"""The report's first answer: which setting is cheapest without hurting the work, and what it
+saves (pure functions over one trace's frames).
+
+The reference is the *status quo*: the baseline policy on the fixed cluster (the trace's own
+machines, which cost the same under every policy over the window).  A setting *qualifies*
+when, on average over seeds,
+
+- its p95 job completion time is at most ``tolerance`` above the reference's, and
+- the work it leaves undone at the window's end (``backlog_task_s``) is at most
+  ``tolerance`` above the reference's, plus 0.1% of the work the trace offered (so a
+  reference that finished everything does not fail every other setting on a few seconds).
+
+The headline names the cheapest qualifying setting and its saving in node-hours, dollars
+and percent, per window and per day and 30-day month at the stated price; when nothing is
+cheaper than the reference it says so, and names the cheapest setting overall with the
+slowdown that disqualified it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from pipeline.report.data import mean_over_seeds
+
+DAY_S = 86_400.0
+MONTH_DAYS = 30.0
+UNDONE_FLOOR = 0.001  # of the offered work: slack for a reference that left nothing undone
+MEASURES = ["node_hours", "cost_usd", "jct_p50_s", "jct_p95_s", "wait_p50_s", "wait_p95_s",
+            "jain_fairness", "backlog_task_s", "backlog_tasks", "tasks_unfinished",
+            "offered_task_s", "price_per_hour"]
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The answer for one trace: the sentence, the chosen row and every setting's row."""
+
+    sentence: str
+    reference: dict[str, object] | None
+    choice: dict[str, object] | None
+    settings: pl.DataFrame  # one row per setting: measures, savings, qualifies
+
+
+def settings_frame(summary: pl.DataFrame, peaks: pl.DataFrame) -> pl.DataFrame:
+    """One row per setting (policy, parameters and cluster; mean over seeds)."""
+    runs = summary.join(peaks.select("run_id", "offered_task_s"), on="run_id", how="left")
+    if "price_per_hour" not in runs.columns:
+        runs = runs.with_columns(pl.lit(None, pl.Float64).alias("price_per_hour"))
+    means = mean_over_seeds(runs, MEASURES)
+    firsts = runs.group_by("label", maintain_order=True).agg(
+        pl.col("cluster_mode").first(), pl.col("policy").first().alias("_p"))
+    return means.join(firsts.drop("_p"), on="label", how="left")
+
+
+def headline(summary: pl.DataFrame, peaks: pl.DataFrame, baseline: str, window_s: float,
+             tolerance: float) -> Headline:
+    """The headline for one trace (see the module docstring)."""
+    rows = settings_frame(summary, peaks)
+    fixed = rows.filter((pl.col("policy") == baseline)
+                        & (pl.col("cluster_mode").fill_null("fixed") == "fixed"))
+    if fixed.height == 0:
+        return Headline(f"No {baseline} run on the fixed cluster: nothing to compare "
+                        "the settings with.", None, None, rows.with_columns(
+                            pl.lit(None, pl.Boolean).alias("qualifies")))
+    ref = fixed.sort("label").row(0, named=True)
+    rows = _with_savings(rows, ref, window_s, tolerance)
+    qualifying = rows.filter(pl.col("qualifies")).sort(["cost_usd", "label"])
+    choice = qualifying.row(0, named=True) if qualifying.height else None
+    cheapest = rows.sort(["cost_usd", "label"]).row(0, named=True)
+    sentence = _sentence(ref, choice, cheapest, baseline, window_s, tolerance)
+    return Headline(sentence, ref, choice, rows)
+
+
+def _with_savings(rows: pl.DataFrame, ref: dict[str, object], window_s: float,
+                  tolerance: float) -> pl.DataFrame:
+    """Savings against the reference, per window and per day, and whether each qualifies."""
+    days = max(window_s, 1.0) / DAY_S
+    ref_jct, ref_undone = ref["jct_p95_s"], ref["backlog_task_s"] or 0.0
+    offered = ref["offered_task_s"] or 0.0
+    undone_cap = ref_undone * (1 + tolerance) + UNDONE_FLOOR * offered
+    jct_ok = (pl.lit(True) if ref_jct is None
+              else pl.col("jct_p95_s") <= float(ref_jct) * (1 + tolerance))
+    return rows.with_columns(
+        (pl.lit(ref["node_hours"]) - pl.col("node_hours")).alias("node_hours_saved"),
+        (pl.lit(ref["cost_usd"]) - pl.col("cost_usd")).alias("cost_saved_usd"),
+        (100 * (1 - pl.col("cost_usd") / pl.lit(ref["cost_usd"]))).alias("cost_saved_pct"),
+        ((pl.lit(ref["cost_usd"]) - pl.col("cost_usd")) / days).alias("saved_usd_per_day"),
+        (100 * (pl.col("jct_p95_s") / pl.lit(ref_jct) - 1)).alias("jct_p95_change_pct"),
+        (jct_ok.fill_null(False) & (pl.col("backlog_task_s").fill_null(0.0) <= undone_cap))
+        .alias("qualifies"),
+    )
+
+
+def _sentence(ref: dict[str, object], choice: dict[str, object] | None,
+              cheapest: dict[str, object], baseline: str, window_s: float,
+              tolerance: float) -> str:
+    tol = f"{100 * tolerance:.0f}%"
+    price = ref.get("price_per_hour")
+    at = f" at ${float(price):.3g} per node-hour" if price else ""
+    status_quo = (f"{baseline} on the trace's fixed cluster, which costs "
+                  f"{_usd(ref['cost_usd'])} ({_num(ref['node_hours'])} node-hours) over the "
+                  f"{_span(window_s)} window{at}")
+    if choice is None or choice["label"] == ref["label"] or choice["cost_saved_usd"] <= 0:
+        why = ""
+        if cheapest["label"] != ref["label"] and cheapest["cost_saved_usd"] > 0:
+            why = (f" The cheapest setting overall, {setting_name(cheapest)}, would save "
+                   f"{cheapest['cost_saved_pct']:.1f}% but "
+                   f"{_penalty(cheapest, tolerance)}.")
+        return (f"No setting is cheaper than the status quo without slowing the work: "
+                f"{status_quo}, and nothing that saves money keeps p95 job completion within "
+                f"{tol} of it and its backlog at the window's end no larger.{why}")
+    per_day = choice["saved_usd_per_day"]
+    return (
+        f"{setting_name(choice)} saves {choice['cost_saved_pct']:.1f}% against {status_quo}: "
+        f"{_num(choice['node_hours_saved'])} node-hours and {_usd(choice['cost_saved_usd'])} "
+        f"saved, {_usd(per_day)} per day, {_usd(per_day * MONTH_DAYS)} per 30-day month of "
+        f"this workload, with p95 job completion {_change(choice['jct_p95_change_pct'])} "
+        f"(within {tol}), and tasks waiting {_num(choice['wait_p95_s'])} s at p95 instead "
+        f"of {_num(ref['wait_p95_s'])} s."
+    )
+
+
+def setting_name(row: dict[str, object]) -> str:
+    """A setting in words: ``container-packing high_memory_threshold=0.8 on the elastic
+    cluster``."""
+    label = str(row["label"])
+    mode = row.get("cluster_mode") or "fixed"
+    suffix = f" [{mode}]"
+    if label.endswith(suffix):
+        label = label[: -len(suffix)]
+    return f"{label} on the {mode} cluster"
+
+
+def _penalty(row: dict[str, object], tolerance: float) -> str:
+    change = row.get("jct_p95_change_pct")
+    if change is not None and change > 100 * tolerance:
+        return f"its p95 job completion is {_change(change)}"
+    return (f"it leaves {_num((row['backlog_task_s'] or 0) / 3600)} task-hours of work "
+            "undone at the window's end")
+
+
+def _change(pct: object) -> str:
+    if pct is None:
+        return "unchanged"
+    return f"{pct:+.1f}%" if abs(float(pct)) >= 0.05 else "unchanged"
+
+
+def _span(window_s: float) -> str:
+    hours = window_s / 3600
+    return f"{hours / 24:.3g}-day" if hours >= 48 else f"{hours:.3g} h"
+
+
+def _usd(value: object) -> str:
+    v = float(value or 0.0)
+    return f"${v:,.0f}" if abs(v) >= 100 else f"${v:,.2f}"
+
+
+def _num(value: object) -> str:
+    if value is None:
+        return "n/a"
+    v = float(value)
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"

@@ -1,0 +1,84 @@
+"""What the replays of a trace show, in sentences computed from the data (no canned text).
+
+Per cluster: how far apart the settings' waits are, which schedulers preempted and what it
+cost, which queues spent time below their guarantee while asking for more, and the work
+left undone at the window's end.  Empty when there is nothing to say (one run, no
+contention).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.report.tables import count, duration
+
+BELOW = 0.95  # short: holding less than 95% of the smaller of guarantee and demand
+
+
+def observations(summary: pl.DataFrame, shares: pl.DataFrame) -> list[str]:
+    """Sentences on what the runs of one trace show, fixed cluster first."""
+    lines: list[str] = []
+    for cluster in sorted(summary["cluster_mode"].fill_null("fixed").unique().to_list(),
+                          key=lambda c: c != "fixed"):
+        runs = summary.filter(pl.col("cluster_mode").fill_null("fixed") == cluster)
+        lines += _waits(runs, cluster) + _preemptions(runs, cluster)
+        lines += _queues(runs, shares, cluster) + _backlog(runs, cluster)
+    return lines
+
+
+def _waits(runs: pl.DataFrame, cluster: str) -> list[str]:
+    waits = runs.drop_nulls("wait_p95_s").sort("wait_p95_s")
+    if waits.height < 2:
+        return []
+    low, high = waits.row(0, named=True), waits.row(-1, named=True)
+    if high["wait_p95_s"] - low["wait_p95_s"] < 1.0:
+        return [f"On the {cluster} cluster every setting starts 95% of tasks within "
+                f"{duration(high['wait_p95_s'])}: their waits hardly differ."]
+    return [f"On the {cluster} cluster, p95 task waits range from "
+            f"{duration(low['wait_p95_s'])} ({low['label']}) to "
+            f"{duration(high['wait_p95_s'])} ({high['label']})."]
+
+
+def _preemptions(runs: pl.DataFrame, cluster: str) -> list[str]:
+    preempting = runs.filter(pl.col("preemptions").fill_null(0) > 0).sort("label")
+    out = []
+    for row in preempting.iter_rows(named=True):
+        lost = row.get("wasted_task_s") or 0.0
+        most = row.get("preemptions_per_task_max")
+        out.append(f"{row['label']} preempted {count(row['preemptions'])} containers of "
+                   f"{count(row.get('tasks_preempted') or 0)} tasks (at most "
+                   f"{count(most or 0)} times one task), losing {lost / 3600:,.1f} task-hours "
+                   f"of work on the {cluster} cluster.")
+    return out
+
+
+def _queues(runs: pl.DataFrame, shares: pl.DataFrame, cluster: str) -> list[str]:
+    """Leaves that spent time below their guarantee while asking for more."""
+    if shares.height == 0 or "demand_dominant_share" not in shares.columns:
+        return []
+    ids = runs["run_id"].implode()
+    starved = (
+        shares.filter(pl.col("run_id").is_in(ids))
+        .with_columns(
+            (pl.col("dominant_share") < BELOW * pl.min_horizontal(
+                "guaranteed_share", "demand_dominant_share"))
+            .fill_null(False).alias("short"))
+        .group_by(["label", "queue"])
+        .agg(pl.col("short").mean().alias("share_of_time"))
+        .filter(pl.col("share_of_time") > 0.01)
+        .sort(["share_of_time", "label", "queue"], descending=[True, False, False])
+    )
+    return [f"Under {r['label']}, queue {r['queue'].removeprefix('root.')} held less than its "
+            f"guarantee (or, when it asked for less, less than it asked for) "
+            f"{100 * r['share_of_time']:.0f}% of the time ({cluster} cluster)."
+            for r in starved.head(4).iter_rows(named=True)]
+
+
+def _backlog(runs: pl.DataFrame, cluster: str) -> list[str]:
+    left = runs.filter(pl.col("backlog_tasks").fill_null(0) > 0).sort("backlog_task_s")
+    if left.height == 0:
+        return []
+    worst = left.row(-1, named=True)
+    return [f"At the window's end {worst['label']} left {count(worst['backlog_tasks'])} tasks "
+            f"waiting ({(worst['backlog_task_s'] or 0) / 3600:,.0f} task-hours of work left, "
+            f"the most on the {cluster} cluster)."]

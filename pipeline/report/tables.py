@@ -1,0 +1,156 @@
+"""Tables as people read them: human column names with units, numbers rounded for reading.
+
+``readable(frame, columns)`` picks ``columns`` (warehouse names) and renders each with its
+``COLUMNS`` entry: a title that says the unit, and a format (counts with thousands
+separators, dollars, percentages, durations in s/min/h, indices to 2 decimals).  Values are
+rounded for the eye only; the exact figures are in the warehouse and the CSV files.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import polars as pl
+
+Format = Callable[[object], str]
+MISSING = "\u2013"  # an en dash: not measured
+
+
+def _num(value: object, digits: int = 3) -> str:
+    v = float(value)  # type: ignore[arg-type]
+    if v == 0:
+        return "0"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}g}" if abs(v) >= 0.001 else f"{v:.1e}"
+
+
+def count(value: object) -> str:
+    return f"{float(value):,.0f}"  # type: ignore[arg-type]
+
+
+def usd(value: object) -> str:
+    v = float(value)  # type: ignore[arg-type]
+    return f"${v:,.0f}" if abs(v) >= 100 else f"${v:,.2f}"
+
+
+def pct(value: object) -> str:
+    v = float(value)  # type: ignore[arg-type]
+    return "0%" if abs(v) < 0.05 else f"{v:+.1f}%"
+
+
+def share(value: object) -> str:
+    return f"{100 * float(value):.1f}%"  # type: ignore[arg-type]
+
+
+def index(value: object) -> str:
+    return f"{float(value):.2f}"  # type: ignore[arg-type]
+
+
+def duration(value: object) -> str:
+    """Seconds in the unit that reads best: 0.94 s, 5.2 min, 3.1 h, 2.5 d."""
+    s = float(value)  # type: ignore[arg-type]
+    if abs(s) < 60:
+        return f"{_num(s, 2)} s"
+    if abs(s) < 3600:
+        return f"{s / 60:.1f} min"
+    if abs(s) < 2 * 86_400:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86_400:.1f} d"
+
+
+def task_hours(value: object) -> str:
+    return f"{float(value) / 3600:,.0f}"  # type: ignore[arg-type]
+
+
+def text(value: object) -> str:
+    return str(value)
+
+
+def check(value: object) -> str:
+    return "yes" if value else "no"
+
+
+# warehouse column -> (title with unit, format)
+COLUMNS: dict[str, tuple[str, Format]] = {
+    "label": ("Setting", text),
+    "policy": ("Policy", text),
+    "cluster_mode": ("Cluster", text),
+    "seed": ("Seed", text),
+    "seeds": ("Seeds", count),
+    "node_hours": ("Node-hours", count),
+    "cost_usd": ("Cost", usd),
+    "cost_saved_pct": ("Saved vs status quo", pct),
+    "cost_saved_usd": ("Saved", usd),
+    "saved_usd_per_day": ("Saved per day", usd),
+    "node_hours_saved": ("Node-hours saved", count),
+    "jct_p50_s": ("Job time p50", duration),
+    "jct_p95_s": ("Job time p95", duration),
+    "jct_p99_s": ("Job time p99", duration),
+    "jct_p95_change_pct": ("Job time p95 change", pct),
+    "wait_p50_s": ("Wait p50", duration),
+    "wait_p95_s": ("Wait p95", duration),
+    "wait_max_s": ("Wait max", duration),
+    "jain_fairness": ("Fairness (1 = fair)", index),
+    "jain_equal_share": ("Equal-share index", index),
+    "backlog_task_s": ("Work left (task-h)", task_hours),
+    "backlog_tasks": ("Tasks waiting at end", count),
+    "tasks_unfinished": ("Tasks unfinished", count),
+    "tasks_finished": ("Tasks finished", count),
+    "tasks_unschedulable": ("Tasks that fit nowhere", count),
+    "tasks_censored": ("Still running in the trace", count),
+    "tasks_killed": ("Tasks killed", count),
+    "tasks": ("Tasks", count),
+    "started": ("Tasks started", count),
+    "qualifies": ("Within tolerance", check),
+    "util_alloc_cpu": ("CPU allocated", share),
+    "util_alloc_mem": ("Memory allocated", share),
+    "util_used_cpu": ("CPU used", share),
+    "util_used_mem": ("Memory used", share),
+    "preemptions": ("Preemptions", count),
+    "tasks_preempted": ("Tasks preempted", count),
+    "preemptions_per_task_max": ("Most preemptions of one task", count),
+    "wasted_task_s": ("Work lost (task-h)", task_hours),
+    "preemption_wasted_task_s": ("Lost to preemption (task-h)", task_hours),
+    "evictions": ("Evictions (machine failures)", count),
+    "peak_nodes": ("Peak nodes", count),
+    "mean_nodes": ("Mean nodes", lambda v: _num(v)),
+    "setting": ("Setting", text),
+    "queue": ("Queue", text),
+    "mean_dominant_share": ("Mean share", share),
+    "peak_dominant_share": ("Peak share", share),
+    "dominant_share_of_guarantee": ("Share / guarantee", index),
+    "mean_mem_share": ("Mean memory share", share),
+    "job_start_wait_mean_s": ("Job start wait (mean)", duration),
+    "jain_users_usage": ("Users' usage evenness", index),
+    "guaranteed_share": ("Guarantee", share),
+    "min_share_of_guarantee": ("Lowest queue vs guarantee", index),
+    "max_share_of_guarantee": ("Highest queue vs guarantee", index),
+    "jain_queues": ("Queue fairness (1 = fair)", index),
+    "run_id": ("Run", text),
+    "params_text": ("Settings used", text),
+}
+
+
+def title(column: str) -> str:
+    """The human title of a warehouse column (the column name itself when unknown)."""
+    return COLUMNS[column][0] if column in COLUMNS else column
+
+
+def cell(column: str, value: object) -> str:
+    """One value as text for people (``MISSING`` when missing or not a number)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MISSING
+    fmt = COLUMNS[column][1] if column in COLUMNS else text
+    try:
+        return fmt(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def readable(frame: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
+    """``columns`` of ``frame`` (those present) as text, under their human titles."""
+    present = [c for c in columns if c in frame.columns]
+    data = {title(c): [cell(c, v) for v in frame[c].to_list()] for c in present}
+    return pl.DataFrame(data, schema={title(c): pl.String for c in present})
