@@ -15,12 +15,30 @@ from typing import Annotated, Any
 
 import typer
 
+from pipeline import __version__
+from pipeline.cli_help import words_in_help
 from pipeline.errors import TraceError
 
+words_in_help()
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
     help="Replay public cluster traces through scheduler policies and measure what each costs.",
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"tracereplay {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="Print the version and exit.")] = False,
+) -> None:
+    """Replay public cluster traces through scheduler policies and measure what each costs."""
 
 
 def user_errors(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -149,7 +167,7 @@ def replay(
     trace: Annotated[Path, typer.Argument(help="Canonical trace directory.")],
     policy: Annotated[str, typer.Option(help="Policy name (see `tracereplay policies`).")],
     out: Annotated[Path, typer.Option(help="Run directory to write.")],
-    set_: Annotated[list[str] | None, typer.Option("--set", help=(
+    set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help=(
         "KEY=VALUE policy parameter or cluster option (price_per_hour, billing, node_cpu, "
         "node_mem, min_nodes, max_nodes, initial_nodes, boot_delay_s, upscale_wait_s, "
         "idle_s); repeatable."))] = None,
@@ -209,7 +227,8 @@ def bench(
     tasks: Annotated[int, typer.Option(help="Tasks of the synthetic workload.")] = 1_000_000,
     seed: Annotated[int, typer.Option(help="Seed of the synthetic workload.")] = 0,
     cluster: Annotated[str, typer.Option(help="fixed or elastic.")] = "fixed",
-    set_: Annotated[list[str] | None, typer.Option("--set", help="KEY=VALUE policy param.")
+    set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE",
+                                                   help="Policy parameter; repeatable.")
                     ] = None,
 ) -> None:
     """Time the replay core on a generated workload; print one JSON line."""
@@ -307,16 +326,22 @@ def expand_runs(paths: list[Path]) -> list[Path]:
 @app.command()
 @user_errors
 def sql(
-    query: Annotated[str, typer.Argument(help="SQL text, a file, or a name from sql/.")],
-    db: Annotated[Path, typer.Option(help="DuckDB warehouse file.")],
+    query: Annotated[str, typer.Argument(
+        help="SQL text, a file, or the name of a report query, check or table.",
+        metavar="QUERY")],
+    db: Annotated[Path, typer.Option(help="DuckDB warehouse file.", metavar="FILE")] = Path(
+        "data/warehouse.duckdb"),
     max_rows: Annotated[int | None, typer.Option(help="Print at most this many rows.")] = None,
+    fmt: Annotated[str, typer.Option(
+        "--format", help="table (aligned, long cells shortened), csv, json (one object per "
+                         "row) or markdown.", metavar="FORMAT")] = "table",
 ) -> None:
-    """Run SQL (text, a file, or a report/check name from sql/) and print a table."""
-    from pipeline.warehouse import format_table
+    """Run SQL (text, a file, or a report/check name from sql/) and print the result."""
     from pipeline.warehouse import sql as run_sql
+    from pipeline.warehouse.query import render
 
     columns, rows = run_sql(db, query, max_rows=max_rows)
-    typer.echo(format_table(columns, rows))
+    typer.echo(render(columns, rows, fmt))
 
 
 @app.command()

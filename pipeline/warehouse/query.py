@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+import difflib
+import io
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -44,9 +48,79 @@ def sql(
                 return [], []
             columns = [d[0] for d in result.description]
             rows = result.fetchall() if max_rows is None else result.fetchmany(max_rows)
+        except duckdb.CatalogException as exc:
+            if IDENTIFIER.match(query_or_file.strip()):
+                raise TraceError(unknown_name(con, query_or_file.strip()), source) from exc
+            raise TraceError(describe_error(exc), source) from exc
         except duckdb.Error as exc:
             raise TraceError(describe_error(exc), source) from exc
     return columns, rows
+
+
+def unknown_name(con: duckdb.DuckDBPyConnection, name: str) -> str:
+    """The answer to a name that is no query, check, table or view: the names there are."""
+    reports = sorted(p.stem for p in REPORTS_DIR.glob("*.sql"))
+    checks = sorted(p.stem for p in CHECKS_DIR.glob("*.sql"))
+    tables = sorted({r[0] for r in con.execute(
+        "select table_name from information_schema.tables "
+        "where table_schema = 'main'").fetchall()} - set(reports))
+    close = difflib.get_close_matches(name, reports + checks + tables, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return (f"no report query, check, table or view named '{name}'{hint}; report queries: "
+            f"{', '.join(reports)}; checks: {', '.join(checks)}; tables: {', '.join(tables)}")
+
+
+FORMATS = ("table", "csv", "json", "markdown")
+CELL_CHARS = 60  # a table cell longer than this is shortened (csv and json keep it whole)
+
+
+def render(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table") -> str:
+    """The result as ``fmt``: an aligned table, CSV, JSON lines or a Markdown table."""
+    if fmt not in FORMATS:
+        raise TraceError(f"unknown format '{fmt}' (formats: {', '.join(FORMATS)})",
+                         field="--format")
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([_plain(v) for v in row] for row in rows)
+        return out.getvalue().rstrip("\n")
+    if fmt == "json":
+        return "\n".join(json.dumps(dict(zip(columns, map(_json_value, row), strict=True)),
+                                    default=str) for row in rows)
+    if fmt == "markdown":
+        cells = [[_short(format_value(_compact(v))).replace("|", "\\|") for v in row]
+                 for row in rows]
+        head = "| " + " | ".join(columns) + " |"
+        rule = "|" + "|".join("---" for _ in columns) + "|"
+        return "\n".join([head, rule, *("| " + " | ".join(r) + " |" for r in cells)])
+    return format_table(columns, [[_compact(v) for v in row] for row in rows], short=True)
+
+
+def _plain(value: Any) -> Any:
+    return "" if value is None else value  # full precision: CSV is for programs
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _compact(value: Any) -> Any:
+    """A JSON object's text as ``k=v, k=v`` (nested values as JSON), other values as they are."""
+    parsed = _json_value(value)
+    if isinstance(parsed, dict):
+        return ", ".join(f"{k}={v if not isinstance(v, dict | list) else json.dumps(v)}"
+                         for k, v in parsed.items())
+    return value
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "\u2026"
 
 
 def resolve_query(query_or_file: str) -> tuple[str, str]:
@@ -78,11 +152,14 @@ def find_sql_file(name: str) -> Path | None:
     return None
 
 
-def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain aligned text table: header, rule, rows (numbers right-aligned), row count."""
+def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]],
+                 short: bool = False) -> str:
+    """A plain aligned text table: header, rule, rows (numbers right-aligned), row count;
+    ``short``: cells longer than ``CELL_CHARS`` are cut with an ellipsis."""
     if not columns:
         return "(no result)"
-    cells = [[format_value(v) for v in row] for row in rows]
+    cells = [[_short(format_value(v)) if short else format_value(v) for v in row]
+             for row in rows]
     numeric = [
         all(_is_number(row[i]) or row[i] is None for row in rows) and bool(rows)
         for i in range(len(columns))
