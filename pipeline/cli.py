@@ -181,6 +181,8 @@ def replay(
         "--drain", help="Run on past the window's end until every task ends, and measure "
                         "the whole run (censored tasks still stop at the window's end).")
                      ] = False,
+    progress: Annotated[bool, typer.Option(
+        "--progress/--no-progress", help="Show how far the replay got (stderr).")] = True,
 ) -> None:
     """Replay one canonical trace through one policy into a run directory.
 
@@ -194,7 +196,8 @@ def replay(
     cluster_options = {k: v for k, v in settings.items() if k in CLUSTER_PARAMS}
     params = {k: v for k, v in settings.items() if k not in CLUSTER_PARAMS}
     result = run_replay(trace, policy, params, seed, out, cluster=cluster,
-                        cluster_options=cluster_options, horizon_s=horizon_s, drain=drain)
+                        cluster_options=cluster_options, horizon_s=horizon_s, drain=drain,
+                        progress=progress)
     typer.echo(json.dumps({"run_id": result.run_id, "out": str(result.out_dir),
                            "metrics": result.metrics}))
 

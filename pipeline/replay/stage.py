@@ -33,6 +33,7 @@ from pipeline import __version__
 from pipeline.errors import UsageError
 from pipeline.metrics import metrics_table
 from pipeline.policies import make_policy, policy_class, resolve_params
+from pipeline.progress import Progress
 from pipeline.replay import output as out
 from pipeline.replay.options import cluster_spec
 from pipeline.replay.param_files import file_sha256, param_files
@@ -109,7 +110,7 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
            seed: int = 0, out_dir: Path | str = "run", *, cluster: str = "fixed",
            cluster_options: Mapping[str, Any] | None = None, sched_interval_s: float = 1.0,
            horizon_s: float | None = None, drain: bool = False,
-           files_dir: Path | str | None = None) -> RunResult:
+           files_dir: Path | str | None = None, progress: bool = False) -> RunResult:
     """Replay one canonical trace through one policy into the run directory ``out_dir``.
 
     The replay stops at the trace's observation window's end and measures cost and
@@ -117,6 +118,7 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
     until every task is accounted for and measures the whole run.
     ``files_dir``: where relative paths in file parameters (``config=...``) are read from
     (default: the current directory); ``run.json`` keeps the paths as given.
+    ``progress``: show how far the replay got in simulated time (:mod:`pipeline.progress`).
     """
     started = time.perf_counter()
     resolved = resolve_params(policy_class(policy), params)
@@ -131,8 +133,11 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
     run_id = identity[:16]
     rng = np.random.default_rng(np.random.SeedSequence(int(identity, 16)))
     opened = {**resolved, **{name: str(path) for name, path in files.items()}}
-    with atomic_dir(Path(out_dir)) as tmp:
-        summary, sim = _simulate(trace, policy, opened, spec, options, rng, run_id, tmp)
+    shown = Progress(options.horizon_s or window.end_s, f"replay {policy}", "s simulated",
+                     enabled=progress)
+    with shown, atomic_dir(Path(out_dir)) as tmp:
+        summary, sim = _simulate(trace, policy, opened, spec, options, rng, run_id, tmp,
+                                 shown.update if progress else None)
         cluster_obj = sim.cluster
         cap = (trace.machine_cap() if spec.kind == "fixed"
                else np.tile(cluster_obj.template, (len(cluster_obj.machine_ids), 1)))
@@ -179,8 +184,8 @@ def _settings(policy: Any, given: Mapping[str, Any], opened: Mapping[str, Any],
 
 
 def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: ClusterSpec,
-              options: SimOptions, rng: np.random.Generator, run_id: str,
-              tmp: Path) -> tuple[Any, Simulation]:
+              options: SimOptions, rng: np.random.Generator, run_id: str, tmp: Path,
+              on_progress: Any = None) -> tuple[Any, Simulation]:
     """Run the core with records going to scratch files, then write ``task_runs``."""
     scratch = tmp / ".scratch"
     scratch.mkdir()
@@ -193,7 +198,7 @@ def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: Clus
     sim = Simulation(
         cluster, policy_obj, trace.batches(node_of, set(refs)), store.write,
         users=trace.users, queues=trace.queues, dep_refs=refs, options=options, rng=rng,
-        units=trace.units,
+        units=trace.units, on_progress=on_progress,
     )
     summary = sim.run()
     store.close()

@@ -18,8 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
+from pipeline.progress import Progress
 from pipeline.sweep.grid import RunSpec
 
 RETRIES = 2
@@ -42,7 +41,13 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
 
 def run_serial(specs: Sequence[RunSpec], progress: bool = True) -> list[dict[str, Any]]:
     """Run every spec in this process, in order (the reference for parallel runs)."""
-    return [run_one(s) for s in tqdm(specs, desc="runs", unit="run", disable=not progress)]
+    shown = Progress(len(specs), "sweep", "runs", enabled=progress)
+    with shown:
+        results = []
+        for spec in specs:
+            results.append(run_one(spec))
+            shown.update(len(results))
+    return results
 
 
 def run_dask(specs: Sequence[RunSpec], scheduler: str | None = None, workers: int | None = None,
@@ -63,12 +68,10 @@ def run_dask(specs: Sequence[RunSpec], scheduler: str | None = None, workers: in
         futures = {client.submit(func, s, key=f"run-{s.key}", retries=RETRIES, pure=False): i
                    for i, s in enumerate(specs)}
         results: list[dict[str, Any] | None] = [None] * len(specs)
-        bar = tqdm(total=len(specs), desc="runs", unit="run", disable=not progress)
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
-            bar.update(1)
-            bar.set_postfix(running=sum(not f.done() for f in futures))
-        bar.close()
+        with Progress(len(specs), "sweep", "runs", enabled=progress) as shown:
+            for done, future in enumerate(as_completed(futures), start=1):
+                results[futures[future]] = future.result()
+                shown.update(done)
         return [r for r in results if r is not None]
     finally:
         client.close()

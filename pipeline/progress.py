@@ -1,0 +1,69 @@
+"""Progress of long work, shown the way the output is read.
+
+On a terminal: a tqdm bar, redrawn in place.  Elsewhere (a log file, CI, ``dvc repro``
+piped somewhere): one plain line at the start, one at most every ``LOG_EVERY_S`` seconds and
+one at the end, so a long stage is visibly alive without filling the log with bar redraws.
+Progress goes to stderr; stdout stays for the verbs' JSON results.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from tqdm import tqdm
+
+LOG_EVERY_S = 30.0
+
+
+class Progress:
+    """Position ``done`` of ``total`` (in ``unit``s), described by ``desc``."""
+
+    def __init__(self, total: float, desc: str, unit: str = "", enabled: bool = True,
+                 stream: TextIO | None = None) -> None:
+        self.total, self.desc, self.unit = float(total), desc, unit
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled
+        self.done = 0.0
+        self._bar: tqdm | None = None
+        self._started = self._logged = time.monotonic()
+        if not enabled:
+            return
+        if self.stream.isatty():
+            self._bar = tqdm(total=self.total, desc=desc, unit=unit, file=self.stream,
+                             dynamic_ncols=True, leave=False,
+                             bar_format="{l_bar}{bar}| {n:,.0f}/{total:,.0f} {unit} "
+                                        "[{elapsed}<{remaining}]")
+        else:
+            self._line("started")
+
+    def update(self, done: float) -> None:
+        """Move to position ``done`` (absolute)."""
+        self.done = float(done)
+        if self._bar is not None:
+            self._bar.update(max(0.0, min(self.done, self.total) - self._bar.n))
+        elif self.enabled and time.monotonic() - self._logged >= LOG_EVERY_S:
+            self._line(f"{self._share()} ({self.done:,.0f}/{self.total:,.0f} {self.unit})")
+
+    def close(self, note: str = "done") -> None:
+        """Finish the display (a last line when not on a terminal)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        elif self.enabled:
+            self._line(f"{note} in {time.monotonic() - self._started:,.1f} s")
+        self.enabled = False
+
+    def _share(self) -> str:
+        return f"{100 * min(self.done / self.total, 1.0):.0f}%" if self.total > 0 else "?"
+
+    def _line(self, what: str) -> None:
+        self._logged = time.monotonic()
+        print(f"{self.desc}: {what}", file=self.stream, flush=True)
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close("stopped" if exc[0] is not None else "done")
