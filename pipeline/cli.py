@@ -11,11 +11,11 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
-from pipeline.errors import TraceError
+from pipeline.errors import TraceError, filesystem_error
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -24,20 +24,36 @@ app = typer.Typer(
 
 
 def user_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Report TraceError as ``tracereplay: error: ...`` with exit status 1."""
+    """Report TraceError as ``tracereplay: error: ...`` with exit status 1.
+
+    File-system faults that no stage turned into a TraceError (a full disk, a read-only
+    mount, a parent path that is a file) are reported the same way, naming the path when the
+    error does; any other exception is a bug and keeps its traceback.
+    """
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
         except TraceError as exc:
-            typer.echo(f"tracereplay: error: {exc}", err=True)
-            raise typer.Exit(1) from None
+            _fail(exc)
         except KeyboardInterrupt:
             typer.echo("tracereplay: interrupted", err=True)
             raise typer.Exit(130) from None
+        except Exception as exc:
+            error = filesystem_error(exc)
+            if error is None:
+                raise
+            _fail(error)
 
     return wrapper
+
+
+def _fail(error: TraceError) -> NoReturn:
+    # One line whatever the reason's text holds (DuckDB and pyarrow messages span lines).
+    text = " ".join(str(error).split())
+    typer.echo(f"tracereplay: error: {text}", err=True)
+    raise typer.Exit(1) from None
 
 
 @app.command()
@@ -248,12 +264,25 @@ def expand_runs(paths: list[Path]) -> list[Path]:
     runs: list[Path] = []
     for path in paths:
         if path.is_file() and path.suffix == ".json":
-            runs.extend(Path(p) for p in json.loads(path.read_text())["runs"])
+            runs.extend(index_runs(path))
         elif (path / "run.json").is_file() or not path.is_dir():
             runs.append(path)
         else:
             runs.extend(sorted(p.parent for p in path.rglob("run.json")))
     return runs
+
+
+def index_runs(path: Path) -> list[Path]:
+    """The run directories a sweep's ``index.json`` lists (a clear error if it is not one)."""
+    try:
+        index = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TraceError(f"not a sweep index: unreadable JSON ({exc})", path) from None
+    runs = index.get("runs") if isinstance(index, dict) else None
+    if not isinstance(runs, list) or not all(isinstance(r, str) and r for r in runs):
+        raise TraceError("not a sweep index: expected an object whose 'runs' is a list of "
+                         "run directory paths", path, field="runs")
+    return [Path(r) for r in runs]
 
 
 @app.command()
