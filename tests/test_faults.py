@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import errno
 import json
+import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +21,10 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.trace.outdir import leftovers
 from tests.warehouse.test_load import snapshot
+
+REPO = Path(__file__).resolve().parents[1]
 
 ENOSPC = OSError(errno.ENOSPC, "No space left on device")
 
@@ -155,6 +160,71 @@ def test_load_onto_a_json_file_stores_nothing_and_says_so(world: dict[str, Path]
     for verb in (["sql", "select 1", "--db", target], ["report", "--db", target, "--out",
                                                        tmp_path / "rep"]):
         assert_one_line_error(cli(*verb), str(target), "not a DuckDB file")
+
+
+@pytest.mark.parametrize(("where", "error"), [
+    ("pipeline.ingest.google2011.write_query", "duckdb"),
+    ("pipeline.ingest.google2011._write_tasks", "polars"),
+])
+def test_full_disk_inside_ingest_libraries(world: dict[str, Path], tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch, where: str,
+                                           error: str) -> None:
+    """DuckDB and polars report a full disk in their own words; still one line."""
+    import polars as pl
+
+    exc = (duckdb.IOException('IO Error: Could not write file "x": No space left on device')
+           if error == "duckdb" else pl.exceptions.ComputeError(
+               "parquet: underlying IO error: No space left on device (os error 28)"))
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise exc
+
+    monkeypatch.setattr(where, full)
+    out = tmp_path / "trace"
+    assert_one_line_error(cli(*stage_args(world, "ingest", out)),
+                          f"{out}: No space left on device")
+    assert entries(tmp_path) == []
+
+
+# A stage run in a child process that stops (as if killed) once its output is written.
+KILLABLE = """
+import sys, time
+from pipeline.cli import app
+import {module} as target
+original = target.{function}
+def stalled(*args, **kwargs):
+    result = original(*args, **kwargs)
+    print("ready", flush=True)
+    time.sleep(120)
+    return result
+target.{function} = stalled
+app(sys.argv[1:])
+"""
+STALL_POINTS = {
+    "ingest": ("pipeline.ingest.stage", "validate"),
+    "replay": ("pipeline.replay.stage", "_write_metrics"),
+    "report": ("pipeline.report.stage", "summary_markdown"),
+}
+
+
+@pytest.mark.parametrize("stage", sorted(STALL_POINTS))
+def test_killed_run_leftovers_are_removed_by_the_next_run(world: dict[str, Path],
+                                                          tmp_path: Path, stage: str) -> None:
+    out = tmp_path / "out"
+    module, function = STALL_POINTS[stage]
+    script = KILLABLE.format(module=module, function=function)
+    args = [str(a) for a in stage_args(world, stage, out)]
+    proc = subprocess.Popen([sys.executable, "-c", script, *args], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    left = [p for p, _, _ in leftovers(out)]
+    assert len(left) == 1 and any(left[0].iterdir())  # what a killed run leaves behind
+    assert cli(*stage_args(world, stage, out)).exit_code == 0
+    assert entries(tmp_path) == ["out"]
 
 
 # -- real file systems (where mounting is permitted) ------------------------------------------

@@ -2,13 +2,13 @@
 
 A stage writes into ``.NAME.tmp-<id>-<host>-<pid>-<start>`` beside its output ``NAME`` and
 swaps it into place when done (:func:`atomic_dir`).  The suffix names the owning process
-(host, pid and the process's start time in clock ticks, so a reused pid is not mistaken for
-the owner), which lets the next run of the same output tell an abandoned temporary directory
-(owner gone: removed, often gigabytes) from one a concurrent run is still writing (kept: a
-Dask sweep runs many replays at once, and several processes may write beside each other).
-A directory owned by another host is kept (its owner cannot be checked from here), and one
-without an owner suffix (written before owners were recorded) is removed only once it has
-not changed for ``UNOWNED_STALE_S``.
+(host and pid namespace, pid, and the process's start time in clock ticks, so a reused pid
+is not mistaken for the owner), which lets the next run of the same output tell an abandoned
+temporary directory (owner gone: removed, often gigabytes) from one a concurrent run is still
+writing (kept: a Dask sweep runs many replays at once, and several processes may write beside
+each other).  When the owner cannot be checked from here -- another host or container on a
+shared file system, or a directory without an owner suffix (written before owners were
+recorded) -- it is removed only once it has not changed for ``UNOWNED_STALE_S``.
 
 The swap (:func:`replace_dir`) never leaves ``NAME`` missing: on Linux it exchanges the two
 directories atomically (``renameat2(RENAME_EXCHANGE)``); elsewhere the old output is first
@@ -54,7 +54,7 @@ class Owner:
 
     def alive(self) -> bool:
         """Whether the owner may still be running (True whenever that cannot be ruled out)."""
-        if self.host != host_name() or self.pid == os.getpid():
+        if self.pid == os.getpid() or self.host != host_name():
             return True
         try:
             os.kill(self.pid, 0)
@@ -68,8 +68,17 @@ class Owner:
 
 @functools.cache
 def host_name() -> str:
-    """This machine's name, reduced to the characters a leftover's name may hold."""
-    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:64] or "host"
+    """Where pids mean something: the machine's name and its pid namespace.
+
+    Two containers may share a volume and even a host name, but not a pid namespace; a pid
+    seen from another namespace is not checked (reduced to the characters a name may hold).
+    """
+    try:
+        namespace = os.readlink("/proc/self/ns/pid").removeprefix("pid:").strip("[]")
+    except OSError:
+        namespace = ""
+    name = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:48] or "host"
+    return f"{name}.{namespace}" if namespace else name
 
 
 def process_start(pid: int) -> int:
@@ -107,7 +116,8 @@ def leftovers(out: Path) -> list[tuple[Path, str, Owner | None]]:
 
 
 def _abandoned(path: Path, owner: Owner | None) -> bool:
-    if owner is not None:
+    """Owner gone; or, when the owner cannot be checked from here, untouched for long."""
+    if owner is not None and owner.host == host_name():
         return not owner.alive()
     try:
         return time.time() - path.lstat().st_mtime > UNOWNED_STALE_S

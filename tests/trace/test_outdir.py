@@ -94,15 +94,21 @@ def test_reused_pid_is_not_taken_for_the_owner(tmp_path: Path) -> None:
     assert not Owner(host_name(), sleeper.pid, start).alive()
 
 
-def test_unowned_leftovers_go_only_once_old(tmp_path: Path) -> None:
+def test_unchecked_owners_leftovers_go_only_once_old(tmp_path: Path) -> None:
+    """No owner recorded, or one on another host or pid namespace: judged by age."""
     out = tmp_path / "report"
     fresh = leftover(out, "tmp", None)
     old = out.with_name(".report.tmp-fedcba98")
     old.mkdir()
+    remote_fresh = out.with_name(".report.tmp-01234567-otherhost.1-5-5")
+    remote_old = out.with_name(".report.tmp-89abcdef-otherhost.1-5-5")
+    remote_fresh.mkdir()
+    remote_old.mkdir()
     stale = time.time() - outdir.UNOWNED_STALE_S - 60
-    os.utime(old, (stale, stale))
-    assert clean_leftovers(out) == [old]
-    assert fresh.exists() and not old.exists()
+    for path in (old, remote_old):
+        os.utime(path, (stale, stale))
+    assert sorted(clean_leftovers(out)) == sorted([old, remote_old])
+    assert fresh.exists() and remote_fresh.exists()
 
 
 def test_names_of_similar_outputs_are_not_confused(tmp_path: Path) -> None:
