@@ -54,15 +54,16 @@ class Owner:
 
     def alive(self) -> bool:
         """Whether the owner may still be running (True whenever that cannot be ruled out)."""
-        if self.pid == os.getpid() or self.host != host_name():
+        if self.host != host_name():
             return True
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except OSError:  # EPERM: a process of another user holds the pid, so it exists
-            pass
-        start = process_start(self.pid)
+        if self.pid != os.getpid():
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                return False
+            except OSError:  # EPERM: a process of another user holds the pid, so it exists
+                pass
+        start = process_start(self.pid)  # a different start time: the pid was reused
         return not (start and self.start and start != self.start)
 
 

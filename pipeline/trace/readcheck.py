@@ -2,8 +2,9 @@
 
 :func:`quick_check` is not a second validation: the small tables (machines, jobs, machine
 downtime) are checked whole, and the tasks are streamed once, reading only ``task_id``,
-``submit_s`` and, where present, ``inputs`` and ``depends_on``.  It refuses, with one line
-naming the file, its row (1-based, within that Parquet file) and the field:
+``submit_s`` and, where present, ``inputs`` and ``depends_on`` (a trace with dependencies
+has its ``depends_on`` column read once before, to learn which ids are named).  It refuses,
+with one line naming the file, its row (1-based, within that Parquet file) and the field:
 
 - a tasks file that is not Parquet;
 - machines with a missing or repeated id, ``cpu``/``mem`` not > 0, ``gpu`` < 0, ``speed``

@@ -227,3 +227,10 @@ def test_killed_run_leaves_a_temporary_that_the_next_run_removes(tmp_path: Path)
     assert len(leftovers(out)) == 1  # what a killed run leaves
     output(out, "next")
     assert leftovers(out) == [] and (out / "data.txt").read_text() == "next"
+
+
+def test_own_pid_from_an_earlier_process_is_not_alive() -> None:
+    me = current_owner()
+    assert me.alive()
+    if me.start:
+        assert not Owner(me.host, me.pid, me.start - 1).alive()
