@@ -18,13 +18,12 @@ with one line naming the file, its row (1-based, within that Parquet file) and t
 
 Memory: the ids named in ``depends_on`` and the dependency edges of those tasks (only they
 can be in a cycle), the machine ids, and 8 bytes per task for duplicate ids (a 64-bit hash
-per task, spilled to partition files beyond ``SPILL_HASHES``; equal hashes are verified
-against the ids themselves, so a hash collision is never reported as a duplicate).
+per task, spilled to partition files beyond a limit: :mod:`pipeline.trace.idsets`); equal
+hashes are verified against the ids themselves, so a collision is never reported.
 """
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,11 +35,10 @@ import pyarrow.parquet as pq
 
 from pipeline.errors import TraceError
 from pipeline.trace.cycles import find_cycles
+from pipeline.trace.idsets import HashSpool, UniqueStrings, id_hashes
 from pipeline.trace.io import has_table, part_files, read_table, table_path
 
 BATCH_ROWS = 1 << 18
-SPILL_HASHES = 1 << 24  # hashes kept in memory (128 MiB) before spilling to partitions
-SPILL_PARTS = 64
 
 
 def quick_check(directory: Path) -> None:
@@ -160,36 +158,6 @@ def _dependency_refs(files: list[Path]) -> DependencyIndex:
     return DependencyIndex(unique.result())
 
 
-class UniqueStrings:
-    """Distinct strings of many arrays, deduplicated in Arrow as they come (no Python objects).
-
-    Memory stays within about twice the distinct values: the pending arrays are merged
-    whenever they outgrow what is already distinct.
-    """
-
-    def __init__(self) -> None:
-        self._distinct = pa.array([], pa.string())
-        self._pending: list[pa.Array] = []
-        self._pending_rows = 0
-
-    def add(self, values: pa.Array) -> None:
-        values = pc.unique(values.cast(pa.string()))
-        self._pending.append(values)
-        self._pending_rows += len(values)
-        if self._pending_rows > max(len(self._distinct), 1 << 20):
-            self._merge()
-
-    def _merge(self) -> None:
-        if self._pending:
-            merged = pa.concat_arrays([self._distinct, *self._pending])
-            self._distinct = pc.unique(merged)
-            self._pending, self._pending_rows = [], 0
-
-    def result(self) -> pa.Array:
-        self._merge()
-        return self._distinct
-
-
 def _check_tasks(files: list[Path], deps: DependencyIndex, machine_ids: pl.Series) -> None:
     """One pass over the tasks: ids, submit order, dependencies and inputs."""
     columns = ("task_id", "submit_s", "inputs") + (("depends_on",) if deps.size else ())
@@ -204,7 +172,7 @@ def _check_tasks(files: list[Path], deps: DependencyIndex, machine_ids: pl.Serie
                 deps.visit(ids, table["depends_on"].combine_chunks(), path, row)
             if "inputs" in table.column_names and len(machines):
                 _check_inputs(table["inputs"], machines, path, row)
-            spool.add(_hashes(ids))
+            spool.add(id_hashes(ids))
         _refuse_duplicates(files, spool.duplicates())
     finally:
         spool.close()
@@ -227,7 +195,7 @@ class DependencyIndex:
 
     def __init__(self, names: pa.Array) -> None:
         for seed in range(16):  # a seed under which the named ids' hashes are all distinct
-            hashes = _hashes(names, seed)
+            hashes = id_hashes(names, seed)
             order = np.argsort(hashes)
             hashes = hashes[order]
             if not np.any(hashes[1:] == hashes[:-1]):
@@ -239,7 +207,7 @@ class DependencyIndex:
 
     def codes(self, ids: pa.Array) -> np.ndarray:
         """The code of each id, or -1 for ids not named in any ``depends_on``."""
-        h = _hashes(ids, self.seed)
+        h = id_hashes(ids, self.seed)
         pos = np.minimum(np.searchsorted(self.hashes, h), self.size - 1)
         match = self.hashes[pos] == h
         if match.any():
@@ -326,11 +294,6 @@ def _check_inputs(inputs: pa.ChunkedArray, machines: pa.Array, path: Path, row: 
                          path, line=row + owner + 1, field="inputs")
 
 
-def _hashes(ids: pa.Array, seed: int = 0) -> np.ndarray:
-    """A 64-bit hash per id (polars' hash: stable within a process, which is all we need)."""
-    return pl.Series(ids).hash(seed=seed).to_numpy()
-
-
 def _refuse_duplicates(files: list[Path], candidates: np.ndarray) -> None:
     """Verify equal hashes against the ids themselves; raise at the first real repeat."""
     if not candidates.size:
@@ -338,7 +301,7 @@ def _refuse_duplicates(files: list[Path], candidates: np.ndarray) -> None:
     seen: dict[str, tuple[Path, int]] = {}
     for path, row, table in _batches(files, ("task_id",)):
         ids = table["task_id"].combine_chunks().cast(pa.string())
-        for k in np.flatnonzero(np.isin(_hashes(ids), candidates)).tolist():
+        for k in np.flatnonzero(np.isin(id_hashes(ids), candidates)).tolist():
             task_id = ids[k].as_py()
             if task_id in seen:
                 first, first_row = seen[task_id]
@@ -361,60 +324,3 @@ def _refuse_unknown_dependency(files: list[Path], unknown: set[str]) -> None:
                 f"depends_on names task {flat[k].as_py()!r}, which is not in tasks "
                 f"({len(unknown)} unknown task id(s) in all)", path, line=row + owner + 1,
                 field="depends_on")
-
-
-class HashSpool:
-    """64-bit hashes of every task id: in memory up to a limit, then in partition files.
-
-    Partitions split by the hash's top bits, so equal hashes share a partition and each
-    partition is sorted on its own: memory stays at ``limit`` hashes or one partition.
-    """
-
-    def __init__(self, limit: int = SPILL_HASHES, parts: int = SPILL_PARTS) -> None:
-        self.limit, self.parts = limit, parts
-        self._chunks: list[np.ndarray] = []
-        self._held = 0
-        self._dir: tempfile.TemporaryDirectory[str] | None = None
-
-    def add(self, hashes: np.ndarray) -> None:
-        self._chunks.append(hashes)
-        self._held += hashes.size
-        if self._held > self.limit:
-            self._spill()
-
-    def _spill(self) -> None:
-        if self._dir is None:
-            self._dir = tempfile.TemporaryDirectory(prefix="tracereplay-ids-")
-        data = np.concatenate(self._chunks) if self._chunks else np.zeros(0, np.uint64)
-        self._chunks, self._held = [], 0
-        part = (data >> np.uint64(64 - int(np.log2(self.parts)))).astype(np.int64)
-        order = np.argsort(part, kind="stable")
-        bounds = np.searchsorted(part[order], np.arange(self.parts + 1))
-        for k in range(self.parts):
-            with open(self._part_path(k), "ab") as fh:
-                fh.write(data[order[bounds[k]:bounds[k + 1]]].tobytes())
-
-    def _part_path(self, k: int) -> Path:
-        assert self._dir is not None
-        return Path(self._dir.name) / f"part-{k:03d}.u64"
-
-    def duplicates(self) -> np.ndarray:
-        """Hash values seen more than once."""
-        if self._dir is None:
-            return _repeated(np.concatenate(self._chunks) if self._chunks
-                             else np.zeros(0, np.uint64))
-        self._spill()
-        found = [_repeated(np.fromfile(self._part_path(k), dtype=np.uint64))
-                 for k in range(self.parts)]
-        return np.concatenate(found)
-
-    def close(self) -> None:
-        self._chunks = []
-        if self._dir is not None:
-            self._dir.cleanup()
-            self._dir = None
-
-
-def _repeated(values: np.ndarray) -> np.ndarray:
-    values = np.sort(values)
-    return np.unique(values[1:][values[1:] == values[:-1]])

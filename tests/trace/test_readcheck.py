@@ -17,8 +17,9 @@ from pipeline.bench.workload import write_trace
 from pipeline.cli import app
 from pipeline.errors import TraceError
 from pipeline.trace import readcheck
+from pipeline.trace.idsets import HashSpool
 from pipeline.trace.io import part_files
-from pipeline.trace.readcheck import HashSpool, quick_check
+from pipeline.trace.readcheck import quick_check
 from pipeline.trace.validate import validate
 
 MACHINES = [{"machine_id": f"m{i}", "cpu": 4.0, "mem": 8.0} for i in range(2)]
@@ -142,7 +143,7 @@ def test_dependencies_across_parts_and_batches(tmp_path: Path,
 
 def test_hash_collisions_are_verified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every id hashing alike must not be taken for a duplicate; a real one still is."""
-    monkeypatch.setattr(readcheck, "_hashes",
+    monkeypatch.setattr(readcheck, "id_hashes",
                         lambda ids, seed=0: np.full(len(ids), 7 + seed, np.uint64))
     trace = write_trace(tmp_path / "t", MACHINES, [dict(r, depends_on=None) for r in tasks()],
                         JOBS)
