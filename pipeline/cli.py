@@ -11,13 +11,13 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 from pipeline import __version__
 from pipeline.cli_help import words_in_help
-from pipeline.errors import TraceError
+from pipeline.errors import TraceError, filesystem_error
 
 words_in_help()
 app = typer.Typer(
@@ -42,20 +42,36 @@ def main_options(
 
 
 def user_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Report TraceError as ``tracereplay: error: ...`` with exit status 1."""
+    """Report TraceError as ``tracereplay: error: ...`` with exit status 1.
+
+    File-system faults that no stage turned into a TraceError (a full disk, a read-only
+    mount, a parent path that is a file) are reported the same way, naming the path when the
+    error does; any other exception is a bug and keeps its traceback.
+    """
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
         except TraceError as exc:
-            typer.echo(f"tracereplay: error: {exc}", err=True)
-            raise typer.Exit(1) from None
+            _fail(exc)
         except KeyboardInterrupt:
             typer.echo("tracereplay: interrupted", err=True)
             raise typer.Exit(130) from None
+        except Exception as exc:
+            error = filesystem_error(exc)
+            if error is None:
+                raise
+            _fail(error)
 
     return wrapper
+
+
+def _fail(error: TraceError) -> NoReturn:
+    # One line whatever the reason's text holds (DuckDB and pyarrow messages span lines).
+    text = " ".join(str(error).split())
+    typer.echo(f"tracereplay: error: {text}", err=True)
+    raise typer.Exit(1) from None
 
 
 @app.command()

@@ -1,8 +1,9 @@
 """Progress of long work, shown the way the output is read.
 
 On a terminal: a tqdm bar, redrawn in place.  Elsewhere (a log file, CI, ``dvc repro``
-piped somewhere): one plain line at the start, one at most every ``LOG_EVERY_S`` seconds and
-one at the end, so a long stage is visibly alive without filling the log with bar redraws.
+piped somewhere): a plain line every ``LOG_EVERY_S`` seconds and one at the end of work that
+took that long, so a long stage is visibly alive without filling the log with bar redraws
+(and a short one, or one that fails, prints nothing but its result or its one-line error).
 Progress goes to stderr; stdout stays for the verbs' JSON results.
 """
 
@@ -28,15 +29,12 @@ class Progress:
         self.done = 0.0
         self._bar: tqdm | None = None
         self._started = self._logged = time.monotonic()
-        if not enabled:
-            return
-        if self.stream.isatty():
+        self._lines = 0
+        if enabled and self.stream.isatty():
             self._bar = tqdm(total=self.total, desc=desc, unit=unit, file=self.stream,
                              dynamic_ncols=True, leave=False,
                              bar_format="{l_bar}{bar}| {n:,.0f}/{total:,.0f} {unit} "
                                         "[{elapsed}<{remaining}]")
-        else:
-            self._line("started")
 
     def update(self, done: float) -> None:
         """Move to position ``done`` (absolute)."""
@@ -46,13 +44,13 @@ class Progress:
         elif self.enabled and time.monotonic() - self._logged >= LOG_EVERY_S:
             self._line(f"{self._share()} ({self.done:,.0f}/{self.total:,.0f} {self.unit})")
 
-    def close(self, note: str = "done") -> None:
-        """Finish the display (a last line when not on a terminal)."""
+    def close(self, failed: bool = False) -> None:
+        """Finish the display (a last line when not on a terminal, if it wrote any)."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-        elif self.enabled:
-            self._line(f"{note} in {time.monotonic() - self._started:,.1f} s")
+        elif self.enabled and self._lines and not failed:
+            self._line(f"done in {time.monotonic() - self._started:,.1f} s")
         self.enabled = False
 
     def _share(self) -> str:
@@ -60,10 +58,11 @@ class Progress:
 
     def _line(self, what: str) -> None:
         self._logged = time.monotonic()
+        self._lines += 1
         print(f"{self.desc}: {what}", file=self.stream, flush=True)
 
     def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close("stopped" if exc[0] is not None else "done")
+        self.close(failed=exc[0] is not None)

@@ -7,7 +7,8 @@ Mapping decisions (what, why):
 
 - machines: one per ``server_event`` machine with an ``add`` row; ``cpu`` = number of CPUs
   (cores, not normalized in 2017), ``mem`` = normalized memory (largest machine = 1.0),
-  ``added_s`` = first add (clamped to 0).  An add without capacity is dropped
+  ``added_s`` = first add (a negative time is read as 0, counted as the ``server_event``
+  repair ``negative_time_read_as_0``).  An add without capacity is dropped
   (``no_capacity``).  ``softerror`` / ``harderror`` rows ("no new work should be placed")
   open a ``machine_downtime`` interval that the machine's next ``add`` closes; errors inside an
   open interval merge into it.  The published file has no such later add, so intervals stay
@@ -133,6 +134,9 @@ class Alibaba2017:
         ledger.reject("server_event", "error_for_machine_never_added", int(orphan.sum()))
         ledger.use("server_event", int((~orphan).sum()))
         events = events.filter(~orphan)
+        # Documented: negative times are before the trace; read as 0, and counted.
+        ledger.repair("server_event", "negative_time_read_as_0",
+                      int((events["timestamp"] < 0).sum()))
         machines = machine_table(events, ledger)
         write_table(out, "machines", machines.to_arrow())
         downtime = downtime_table(events, machines, ledger)

@@ -7,10 +7,11 @@ are normalized to [0, 100] with -1 / 101 marking invalid values.
 Mapping decisions (what, why):
 
 - machines (``machine_meta``, several rows per machine): ``added_s`` = first ``USING`` row
-  (clamped to 0), capacity from that row: ``cpu`` = ``cpu_num`` cores, ``mem`` = ``mem_size``/100
-  (1.0 = largest machine), ``rack`` = ``failure_domain_1`` (``failure_domain_2`` is a coarser
-  domain, not kept).  A machine never ``USING`` (only ``IMPORT_INSTALLING``) is dropped
-  (``never_in_service``); one without capacity as ``no_capacity``.  No removals are published.
+  (a negative time is read as 0: repair ``negative_time_read_as_0``), capacity from that
+  row: ``cpu`` = ``cpu_num`` cores, ``mem`` = ``mem_size``/100 (1.0 = largest machine),
+  ``rack`` = ``failure_domain_1`` (``failure_domain_2`` is a coarser domain, not kept).  A
+  machine never ``USING`` (only ``IMPORT_INSTALLING``) is dropped (``never_in_service``); one
+  without capacity as ``no_capacity``.  No removals are published.
 - batch jobs: job = ``job_name``; users are not published, so each job is its own user
   (fair-share policies then share between jobs); queue ``batch``.
 - batch tasks: one per instance of ``batch_instance`` (``JOB/TASK/INSTANCE``; retries of an
@@ -170,6 +171,8 @@ class Alibaba2018:
     def _machines(self, src: Path, ledger: Ledger, manifest: Manifest) -> pl.DataFrame:
         rows = self._whole(src, MACHINE_META, ledger, manifest)
         ledger.use("machine_meta", rows.height)
+        ledger.repair("machine_meta", "negative_time_read_as_0",
+                      int((rows["time_stamp"] < 0).sum()))
         return machine_table(rows, ledger)
 
     def _tasks(

@@ -2,29 +2,28 @@
 
 Every row of a part is either returned or rejected into the :class:`Ledger` with a reason:
 ``wrong_column_count`` (field count differs from the published schema),
-``bad_number:FIELD`` (a value that does not parse as the published type) or
-``missing_value:FIELD`` (a mandatory field that is empty).  Examples keep file and line.
-A part that cannot be decompressed (truncated gzip) or an empty file is a :class:`TraceError`:
-silently reading half a part would lose rows without a trace.
+``bad_number:FIELD`` (a value that does not parse as the published type),
+``missing_value:FIELD`` (a mandatory field that is empty), ``not_finite:FIELD`` (a float
+written as nan or inf: no published measurement is) or ``negative_value:FIELD`` (below zero
+in a field the schema defines as a time or amount, :attr:`Column.nonnegative`).  Examples
+keep file and line.  A part whose every row is rejected yields empty, typed frames: it is
+counted like any other, and the ingest stage decides whether anything usable is left.
+
+The stored bytes (gzip or plain, checked, hashed, streamed in blocks) come from
+:mod:`pipeline.ingest.rawfile`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import threading
-import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from queue import Queue
 
 import numba
 import numpy as np
 import polars as pl
-from isal import igzip
 
-from pipeline.errors import TraceError
+from pipeline.ingest.rawfile import stored_blocks
 from pipeline.trace.manifest import Ledger, SourceFile
 
 INT = pl.Int64
@@ -40,6 +39,7 @@ class Column:
     name: str
     dtype: type[pl.DataType] | pl.DataType
     mandatory: bool = False
+    nonnegative: bool = False  # a value below 0 is invalid (rejected, not clamped)
 
 
 @dataclass(frozen=True)
@@ -55,37 +55,6 @@ class RawTable:
     def files(self, src: Path) -> list[Path]:
         """The table's part files under ``src``, in name order (which is time order)."""
         return sorted(p for p in Path(src).glob(self.pattern) if p.is_file())
-
-
-def read_raw(path: Path) -> bytes:
-    """The bytes of ``path`` as stored (compressed or not), with a clear error if unreadable."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise TraceError(f"cannot read file ({exc.strerror})", path) from exc
-    if not raw:
-        raise TraceError("empty file (0 bytes)", path)
-    return raw
-
-
-def decompress(raw: bytes, path: Path) -> bytes:
-    """Content of a stored file: gunzipped when it starts with the gzip magic number."""
-    if raw[:2] != b"\x1f\x8b":
-        return raw
-    try:
-        return _gunzip(raw)
-    except (EOFError, OSError, zlib.error) as exc:
-        raise TraceError(f"corrupt or truncated gzip ({exc})", path) from exc
-
-
-def read_bytes(path: Path) -> bytes:
-    """The decompressed content of ``path`` (gzip by magic number, else plain)."""
-    return decompress(read_raw(path), path)
-
-
-def _gunzip(raw: bytes) -> bytes:
-    # ISA-L inflates about 3x faster than zlib; gzip's multi-member handling is kept.
-    return igzip.decompress(raw)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -121,11 +90,6 @@ def scan_lines(buf: np.ndarray) -> tuple[np.ndarray, ...]:  # pragma: no cover
     return starts[:k], ends[:k], counts[:k], numbers[:k], physical
 
 
-def read_part(path: Path, table: RawTable, ledger: Ledger, rel: str) -> pl.DataFrame:
-    """Parse one whole part (small files; :func:`iter_parts` streams large ones in blocks)."""
-    return parse_block(read_bytes(path), table, ledger, rel)[0]
-
-
 def parse_block(
     data: bytes, table: RawTable, ledger: Ledger, rel: str, line_offset: int = 0,
     skip_header: bool | None = None,
@@ -157,10 +121,11 @@ def parse_block(
         return _empty(table).with_columns(line_no), physical
     try:  # fast path: every value parses as its published type
         frame = _parse(data, {c.name: c.dtype for c in table.columns})
-        return _check_mandatory(frame.with_columns(line_no), table, ledger, rel), physical
+        frame = _check_mandatory(frame.with_columns(line_no), table, ledger, rel)
     except (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError):
         frame = _parse(data, {c.name: pl.String for c in table.columns})
-        return _typed(frame.with_columns(line_no), table, ledger, rel), physical
+        frame = _typed(frame.with_columns(line_no), table, ledger, rel)
+    return _check_values(frame, table, ledger, rel), physical
 
 
 def _parse(data: bytes, schema: dict) -> pl.DataFrame:
@@ -176,19 +141,47 @@ def _check_mandatory(
     missing = [c.name for c in table.columns if c.mandatory and frame[c.name].null_count()]
     if not missing:
         return frame
+    flags = frame.select(pl.col(name).is_null().alias(f"missing_value:{name}")
+                         for name in missing)
+    return frame.filter(~_reject_flagged(frame, flags, table, ledger, rel))
+
+
+def _check_values(frame: pl.DataFrame, table: RawTable, ledger: Ledger, rel: str
+                  ) -> pl.DataFrame:
+    """Reject rows with a nan/inf float or a negative value where the schema forbids one."""
+    checks = [
+        (pl.col(c.name).is_nan() | pl.col(c.name).is_infinite()).fill_null(False)
+        .alias(f"not_finite:{c.name}") for c in table.columns if c.dtype == FLOAT
+    ] + [
+        (pl.col(c.name) < 0).fill_null(False).alias(f"negative_value:{c.name}")
+        for c in table.columns if c.nonnegative
+    ]
+    if not checks or frame.is_empty():
+        return frame
+    flags = frame.select(checks)
+    if not flags.select(pl.any_horizontal(pl.all()).any()).item():
+        return frame
+    return frame.filter(~_reject_flagged(frame, flags, table, ledger, rel))
+
+
+def _reject_flagged(frame: pl.DataFrame, flags: pl.DataFrame, table: RawTable, ledger: Ledger,
+                    rel: str) -> pl.Series:
+    """Count flagged rows by reason (each row once, under its first flag); the rows hit."""
     bad_any = pl.Series("bad", np.zeros(frame.height, bool))
-    for name in missing:
-        hit = frame[name].is_null() & ~bad_any
+    for reason in flags.columns:
+        hit = flags[reason] & ~bad_any
         n = int(hit.sum())
         if n:
-            ledger.reject(table.name, f"missing_value:{name}", n, path=rel,
-                          line=int(frame["_line"].filter(hit)[0]), field_name=name)
+            ledger.reject(table.name, reason, n, path=rel,
+                          line=int(frame["_line"].filter(hit)[0]),
+                          field_name=reason.split(":", 1)[1])
             bad_any = bad_any | hit
-    return frame.filter(~bad_any)
+    return bad_any
 
 
 def _empty(table: RawTable) -> pl.DataFrame:
-    return pl.DataFrame(schema={c.name: pl.String for c in table.columns})
+    """No rows, with the published types (a part whose every row was rejected)."""
+    return pl.DataFrame(schema={c.name: c.dtype for c in table.columns})
 
 
 def _typed(frame: pl.DataFrame, table: RawTable, ledger: Ledger, rel: str) -> pl.DataFrame:
@@ -205,15 +198,7 @@ def _typed(frame: pl.DataFrame, table: RawTable, ledger: Ledger, rel: str) -> pl
         if col.mandatory:
             checks.append((~present).alias(f"missing_value:{col.name}"))
     flags = frame.select(checks) if checks else pl.DataFrame()
-    bad_any = pl.Series("bad", np.zeros(frame.height, bool))
-    for reason in flags.columns:
-        hit = flags[reason] & ~bad_any  # each row counted once, under its first reason
-        n = int(hit.sum())
-        if n:
-            first = int(frame["_line"].filter(hit)[0])
-            ledger.reject(table.name, reason, n, path=rel, line=first,
-                          field_name=reason.split(":", 1)[1])
-            bad_any = bad_any | hit
+    bad_any = _reject_flagged(frame, flags, table, ledger, rel)
     typed = frame.with_columns(casts)
     if bad_any.any():
         typed = typed.filter(~bad_any)
@@ -243,9 +228,9 @@ def iter_parts(
     for path in files if files is not None else table.files(src):
         rel = str(path.relative_to(src)) if path.is_relative_to(src) else str(path)
         before = ledger.input_rows[table.name]
-        reader = _HashingReader(path)
+        reader, blocks = stored_blocks(path, block_bytes)
         lines = 0
-        for data in _prefetch(_blocks(reader, path, block_bytes)):
+        for data in blocks:
             frame, physical = parse_block(data, table, ledger, rel, lines,
                                           table.header and lines == 0)
             lines += physical
@@ -256,99 +241,3 @@ def iter_parts(
         ))
 
 
-def _prefetch(blocks: Iterator[bytes]) -> Iterator[bytes]:
-    """Read and inflate the next block in a thread while the caller parses this one.
-
-    File reads and ISA-L inflation release the GIL, so on two cores this overlaps I/O and
-    decompression with parsing; errors are re-raised in the caller, in order.
-    """
-    queue: Queue[tuple[bytes | None, BaseException | None]] = Queue(maxsize=1)
-
-    def produce() -> None:
-        try:
-            for block in blocks:
-                queue.put((block, None))
-            queue.put((None, None))
-        except BaseException as exc:  # handed to the consumer, never lost
-            queue.put((None, exc))
-
-    thread = threading.Thread(target=produce, daemon=True)
-    thread.start()
-    while True:
-        block, error = queue.get()
-        if error is not None:
-            raise error
-        if block is None:
-            break
-        yield block
-    thread.join()
-
-
-class _HashingReader(io.RawIOBase):
-    """A raw file reader that hashes and counts the stored bytes as they stream by."""
-
-    def __init__(self, path: Path) -> None:
-        try:
-            self._fh = path.open("rb")
-        except OSError as exc:
-            raise TraceError(f"cannot read file ({exc.strerror})", path) from exc
-        self.digest = hashlib.sha256()
-        self.size = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        n = self._fh.readinto(buffer)
-        if n:
-            self.digest.update(memoryview(buffer)[:n])
-            self.size += n
-        return n or 0
-
-    def close(self) -> None:
-        self._fh.close()
-        super().close()
-
-
-def _blocks(reader: _HashingReader, path: Path, block_bytes: int) -> Iterator[bytes]:
-    """Newline-terminated blocks of about ``block_bytes`` decompressed bytes."""
-    with reader:
-        head = reader.read(2)
-        if not head:
-            raise TraceError("empty file (0 bytes)", path)
-        stream: io.BufferedIOBase
-        body = io.BufferedReader(_Prefixed(head, reader), buffer_size=1 << 20)
-        stream = igzip.IGzipFile(fileobj=body, mode="rb") if head == b"\x1f\x8b" else body
-        carry = b""
-        try:
-            while block := stream.read(block_bytes):
-                data = carry + block
-                cut = data.rfind(b"\n")
-                if cut < 0:  # a line longer than a block: keep reading
-                    carry = data
-                    continue
-                carry = data[cut + 1:]
-                yield data[: cut + 1]
-        except (EOFError, OSError, zlib.error) as exc:
-            raise TraceError(f"corrupt or truncated gzip ({exc})", path) from exc
-        if carry.strip():
-            yield carry + b"\n"
-
-
-class _Prefixed(io.RawIOBase):
-    """``reader`` with ``prefix`` (bytes already read from it) put back in front."""
-
-    def __init__(self, prefix: bytes, reader: _HashingReader) -> None:
-        self._prefix = prefix
-        self._reader = reader
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        if self._prefix:
-            n = min(len(buffer), len(self._prefix))
-            buffer[:n] = self._prefix[:n]
-            self._prefix = self._prefix[n:]
-            return n
-        return self._reader.readinto(buffer)

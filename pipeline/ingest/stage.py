@@ -1,6 +1,13 @@
 """The ingest stage: run an adapter into a temporary directory, write the manifest, validate,
 and only then put the canonical trace in place (a failed ingest leaves no partial output and
-keeps an earlier good one)."""
+keeps an earlier good one).
+
+Bad raw rows are rejected and counted, and the ingest goes on with the rest: a part whose
+every row is rejected costs only its rows.  When a table had rows but not one was usable
+(a wrong file, a wrong format), the trace would silently lack what the table holds: that is
+a one-line error naming the table's first rejected row (file and line) and the main reasons,
+not a trace built without it.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ from pathlib import Path
 
 from pipeline import __version__
 from pipeline.errors import TraceError
+from pipeline.ingest.base import Adapter
 from pipeline.ingest.registry import make_adapter
 from pipeline.trace.io import atomic_dir
 from pipeline.trace.manifest import Ledger, Manifest
@@ -26,6 +34,7 @@ def ingest(fmt: str, src: Path, out: Path) -> Manifest:
         ledger = Ledger()
         manifest = Manifest(source_format=fmt, created_by=f"tracereplay {__version__}")
         adapter.run(src, tmp, ledger, manifest)
+        require_usable_rows(adapter, src, ledger)
         ledger.fill(manifest)
         manifest.rows = count_rows(tmp)
         manifest.write(tmp)
@@ -33,3 +42,20 @@ def ingest(fmt: str, src: Path, out: Path) -> Manifest:
         if not report.ok:
             raise TraceError(f"ingest produced an invalid trace: {report.first()}", out)
     return manifest
+
+
+def require_usable_rows(adapter: Adapter, src: Path, ledger: Ledger) -> None:
+    """Fail when a raw table had rows and every one of them was rejected."""
+    for table in adapter.tables:
+        read = ledger.input_rows[table.name]
+        if not read or ledger.rows_used[table.name]:
+            continue
+        reasons = ledger.rows_rejected[table.name]
+        top = ", ".join(f"{reason}: {n}" for reason, n in reasons.most_common(3))
+        example = next((e for e in ledger.examples if e["table"] == table.name), None)
+        path = src / example["path"] if example else table.files(src)[0]
+        raise TraceError(
+            f"no usable rows in table {table.name}: all {read} rejected ({top})",
+            path, line=example["line"] if example else None,
+            field=example["field"] if example else None,
+        )

@@ -20,6 +20,7 @@ from pipeline.sim.source import TaskBatch
 from pipeline.trace.identity import content_digest
 from pipeline.trace.io import has_table, part_files, read_table
 from pipeline.trace.manifest import Manifest
+from pipeline.trace.readcheck import quick_check
 from pipeline.trace.schema import DEFAULTS, TASKS
 
 BATCH_ROWS = 1 << 18
@@ -66,6 +67,7 @@ class TraceInput:
             self.manifest = Manifest.read(self.dir) if manifest_path.exists() else None
         except (ValueError, TypeError) as exc:
             raise TraceError(f"unreadable manifest ({exc})", manifest_path) from exc
+        quick_check(self.dir)  # refuse what `validate` refuses, cheaply, before replaying
         self.machines = read_table(self.dir, "machines")
         self.jobs = read_table(self.dir, "jobs")
         self.downtime = (read_table(self.dir, "machine_downtime")

@@ -94,7 +94,12 @@ def read_index(path: Path) -> dict[str, Any]:
         raise UsageError(f"unreadable sweep index ({exc})", path) from None
     sweeps = index.get("sweeps") if isinstance(index, dict) else None
     if not isinstance(sweeps, dict):
-        raise UsageError("not a sweep index (no 'sweeps' mapping)", path)
+        raise UsageError("not a sweep index (no 'sweeps' mapping)", path, field="sweeps")
+    for name, entry in sweeps.items():
+        runs = entry.get("runs") if isinstance(entry, dict) else None
+        if not isinstance(runs, list) or not all(isinstance(r, str) and r for r in runs):
+            raise UsageError("not a sweep index: expected a list of run directories",
+                             path, field=f"sweeps.{name}.runs")
     return sweeps
 
 

@@ -3,14 +3,12 @@
 A table is stored as ``NAME.parquet`` (one file) or as a directory ``NAME.parquet/`` of part
 files whose name order is the row order (ingest writes tasks sorted by ``submit_s`` this way,
 so a replay can stream them).  Readers accept both forms, so users may bring either.
+Output directories are written whole or not at all by :func:`atomic_dir` (see
+:mod:`pipeline.trace.outdir`, re-exported here).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +17,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.errors import TraceError
+from pipeline.trace.outdir import atomic_dir, replace_dir
 from pipeline.trace.schema import TABLES, conform
+
+__all__ = [
+    "PartWriter", "atomic_dir", "has_table", "iter_batches", "part_files", "read_table",
+    "replace_dir", "scan", "table_path", "write_table",
+]
 
 ROW_GROUP_ROWS = 256 * 1024
 
@@ -130,33 +134,3 @@ def _read_file(path: Path) -> pa.Table:
         return pq.read_table(path)
     except (OSError, pa.ArrowInvalid) as exc:
         raise TraceError(f"unreadable Parquet ({exc})", path) from exc
-
-
-@contextlib.contextmanager
-def atomic_dir(out: Path) -> Iterator[Path]:
-    """Yield a fresh temporary directory beside ``out``; on success it replaces ``out``.
-
-    On any exception the temporary directory is removed and an existing ``out`` is left
-    untouched, so a failed or killed stage never leaves half an output.
-    """
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{uuid.uuid4().hex[:8]}")
-    tmp.mkdir()
-    try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    replace_dir(tmp, out)
-
-
-def replace_dir(new: Path, out: Path) -> None:
-    """Move directory ``new`` to ``out``, replacing an old ``out`` only once ``new`` is whole."""
-    old = None
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:8]}")
-        os.replace(out, old)
-    os.replace(new, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
+from pipeline.trace.cycles import find_cycles
 from pipeline.trace.io import has_table, part_files
 from pipeline.trace.manifest import Manifest
 from pipeline.trace.schema import CONTRACT_COLUMNS, DEFAULTS, REQUIRED_TABLES, TABLES
@@ -53,10 +54,15 @@ class Report:
 # (table, description, SQL WHERE clause selecting the offending rows, example column)
 ROW_CHECKS: list[tuple[str, str, str, str]] = [
     ("machines", "machine_id is null", "machine_id IS NULL", "machine_id"),
-    ("machines", "cpu must be > 0", "NOT (cpu > 0) OR cpu IS NULL OR isinf(cpu)", "machine_id"),
-    ("machines", "mem must be > 0", "NOT (mem > 0) OR mem IS NULL OR isinf(mem)", "machine_id"),
-    ("machines", "gpu must be >= 0", "NOT (coalesce(gpu, 0) >= 0)", "machine_id"),
-    ("machines", "speed must be > 0", "NOT (coalesce(speed, 1) > 0) OR isinf(speed)", "machine_id"),
+    # DuckDB orders NaN above every number (NaN > 0 holds), hence the isfinite() tests.
+    ("machines", "cpu must be > 0", "NOT (cpu > 0) OR cpu IS NULL OR NOT isfinite(cpu)",
+     "machine_id"),
+    ("machines", "mem must be > 0", "NOT (mem > 0) OR mem IS NULL OR NOT isfinite(mem)",
+     "machine_id"),
+    ("machines", "gpu must be >= 0",
+     "NOT (coalesce(gpu, 0) >= 0) OR NOT isfinite(coalesce(gpu, 0))", "machine_id"),
+    ("machines", "speed must be > 0",
+     "NOT (coalesce(speed, 1) > 0) OR NOT isfinite(coalesce(speed, 1))", "machine_id"),
     ("machines", "added_s must be finite", "NOT isfinite(coalesce(added_s, 0))", "machine_id"),
     ("machines", "removed_s before added_s", "removed_s < coalesce(added_s, 0)", "machine_id"),
     ("jobs", "job_id is null", "job_id IS NULL", "job_id"),
@@ -73,7 +79,8 @@ ROW_CHECKS: list[tuple[str, str, str, str]] = [
      "task_id"),
     ("tasks", "mem must be finite and >= 0", "mem IS NULL OR NOT isfinite(mem) OR mem < 0",
      "task_id"),
-    ("tasks", "gpu must be >= 0", "NOT (coalesce(gpu, 0) >= 0) OR isinf(gpu)", "task_id"),
+    ("tasks", "gpu must be >= 0",
+     "NOT (coalesce(gpu, 0) >= 0) OR NOT isfinite(coalesce(gpu, 0))", "task_id"),
     ("tasks", "cpu_used must be >= 0", "cpu_used < 0 OR isinf(cpu_used)", "task_id"),
     ("tasks", "mem_used must be >= 0", "mem_used < 0 OR isinf(mem_used)", "task_id"),
     ("tasks", "task depends on itself", "list_contains(depends_on, task_id)", "task_id"),
@@ -89,6 +96,9 @@ def validate(directory: Path) -> Report:
         return report
     con = duckdb.connect()
     con.execute("SET memory_limit='1GB'")
+    # Parquet min/max statistics leave NaN out: a filter pushed into the scan would skip a
+    # row group holding NaN beside finite values, and the isfinite() checks would miss it.
+    con.execute("SET disabled_optimizers = 'filter_pushdown'")
     present = _register_tables(con, directory, report)
     if set(REQUIRED_TABLES) <= present:
         _row_checks(con, report, present)
@@ -192,12 +202,44 @@ def _key_checks(con: duckdb.DuckDBPyConnection, report: Report, present: set) ->
     _count_problem(con, report, "tasks", "not sorted by submit_s (the replay streams tasks)",
                    "SELECT task_id FROM (SELECT task_id, submit_s, lag(submit_s) OVER () AS prev "
                    "FROM tasks) WHERE submit_s < prev")
+    _cycle_check(con, report)
     if "machine_downtime" in present:
         _count_problem(con, report, "machine_downtime", "machine_id not in machines",
                        "SELECT d.machine_id FROM machine_downtime d ANTI JOIN machines m "
                        "USING (machine_id)")
         _count_problem(con, report, "machine_downtime", "up_s before down_s",
                        "SELECT machine_id FROM machine_downtime WHERE up_s < down_s")
+
+
+# Dependency edges coded as integers (sorted ids, so the example is deterministic).
+DEPENDENCY_EDGES = """
+CREATE TEMP TABLE dep_edges AS
+    SELECT task_id AS child, unnest(depends_on) AS parent FROM tasks WHERE len(depends_on) > 0;
+CREATE TEMP TABLE dep_nodes AS
+    SELECT id, row_number() OVER (ORDER BY id) - 1 AS k
+    FROM (SELECT child AS id FROM dep_edges UNION SELECT parent FROM dep_edges WHERE parent
+          IS NOT NULL);
+"""
+CODED_EDGES = """SELECT p.k AS parent, c.k AS child FROM dep_edges e
+    JOIN dep_nodes p ON p.id = e.parent JOIN dep_nodes c ON c.id = e.child
+    WHERE e.parent <> e.child"""
+
+
+def _cycle_check(con: duckdb.DuckDBPyConnection, report: Report) -> None:
+    """Tasks in (or waiting on) a dependency cycle; self-dependencies are reported apart."""
+    if not con.execute("SELECT count(*) FROM tasks WHERE len(depends_on) > 0").fetchone()[0]:
+        return
+    con.execute(DEPENDENCY_EDGES)
+    n = con.execute("SELECT count(*) FROM dep_nodes").fetchone()[0]
+    edges = con.execute(CODED_EDGES).fetchnumpy()
+    found = find_cycles(n, edges["parent"], edges["child"])
+    if found is not None:
+        names = dict(con.execute("SELECT k, id FROM dep_nodes WHERE k IN (SELECT unnest(?))",
+                                 [sorted(set(found.cycle))]).fetchall())
+        loop = " -> ".join(str(names[k]) for k in found.cycle[:12])
+        more = " -> ..." if len(found.cycle) > 12 else ""
+        report.problems.append(Problem("tasks", "dependency cycle: tasks that can never start",
+                                       found.stuck, loop + more))
 
 
 def _count_problem(

@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 
 from pipeline.errors import TraceError
+from pipeline.trace.outdir import make_parents
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 SCHEMA_FILE = SQL_DIR / "schema.sql"
@@ -23,6 +24,7 @@ STAGING_DIR = SQL_DIR / "staging"
 REPORTS_DIR = SQL_DIR / "reports"
 CHECKS_DIR = SQL_DIR / "checks"
 CHECK_ROWS_SHOWN = 5
+DUCKDB_MAGIC = b"DUCK"
 
 
 @contextlib.contextmanager
@@ -31,8 +33,9 @@ def connect(db: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyCon
     db = Path(db)
     if read_only and not db.is_file():
         raise TraceError("no such warehouse (create it with `tracereplay load`)", db)
+    check_warehouse_file(db)
     if not read_only:
-        db.parent.mkdir(parents=True, exist_ok=True)
+        make_parents(db)
     try:
         con = duckdb.connect(str(db), read_only=read_only)
     except duckdb.Error as exc:
@@ -42,6 +45,27 @@ def connect(db: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyCon
         yield con
     finally:
         con.close()
+
+
+def check_warehouse_file(db: Path) -> None:
+    """Refuse an existing ``db`` that is not a DuckDB database file.
+
+    DuckDB opens an existing file it recognizes by extension (``.json``, ``.csv``,
+    ``.parquet``) as an in-memory database over that file: a load would then report success
+    and store nothing.  A DuckDB file carries ``DUCK`` at byte 8 (its header's magic).
+    """
+    if db.exists() and not db.is_file():
+        raise TraceError("is not a file (a warehouse is one DuckDB file)", db)
+    if not db.is_file() or db.stat().st_size == 0:
+        return
+    try:
+        with db.open("rb") as fh:
+            head = fh.read(12)
+    except OSError as exc:
+        raise TraceError(f"cannot read the warehouse ({exc.strerror})", db) from None
+    if head[8:12] != DUCKDB_MAGIC:
+        raise TraceError("cannot open the warehouse: not a DuckDB file, refusing to use it "
+                         "(give a new path or an existing .duckdb warehouse)", db)
 
 
 def describe_error(exc: duckdb.Error) -> str:

@@ -17,7 +17,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.dataset as ds
 
-from pipeline.errors import TraceError, UsageError
+from pipeline.errors import TraceError, UsageError, filesystem_error
 from pipeline.warehouse.db import (
     STAGING_DIR,
     connect,
@@ -44,17 +44,42 @@ def load(runs: Iterable[Path], db: Path, *, baseline: str | None = None) -> dict
     if not run_dirs:
         raise UsageError("no run directories given")
     db = Path(db)
-    with connect(db) as con:
-        con.execute("begin transaction")
-        try:
-            summary = _load_all(con, run_dirs, baseline)
-            _check_loaded(con, db, [r.run_id for r in run_dirs])
-            con.execute("commit")
-        except BaseException:
-            with contextlib.suppress(duckdb.Error):  # keep the original error, not this one
-                con.execute("rollback")
-            raise
+    created = not db.exists()
+    try:
+        with connect(db) as con:
+            summary = _load_transaction(con, db, run_dirs, baseline)
+    except BaseException:
+        if created:  # a failed first load leaves no warehouse behind, not an empty one
+            remove_database(db)
+        raise
     return {"db": str(db), **summary}
+
+
+def _load_transaction(
+    con: duckdb.DuckDBPyConnection, db: Path, run_dirs: list[RunDir], baseline: str | None
+) -> dict[str, Any]:
+    """Load, check and commit in one transaction; anything failing rolls it all back."""
+    con.execute("begin transaction")
+    try:
+        summary = _load_all(con, run_dirs, baseline)
+        _check_loaded(con, db, [r.run_id for r in run_dirs])
+        con.execute("commit")
+    except BaseException as exc:
+        with contextlib.suppress(duckdb.Error):  # keep the original error, not this one
+            con.execute("rollback")
+        error = filesystem_error(exc, db) if isinstance(exc, duckdb.Error) else None
+        if error is None:
+            raise
+        error.reason = f"load rolled back, nothing stored: {error.reason}"
+        raise error from exc
+    return summary
+
+
+def remove_database(db: Path) -> None:
+    """Remove a warehouse file and the write-ahead log DuckDB keeps beside it."""
+    for path in (db, db.with_name(db.name + ".wal")):
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def _load_all(

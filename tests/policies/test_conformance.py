@@ -70,14 +70,26 @@ def small_trace(draw: st.DrawFn) -> dict:
             "cpu": draw(st.sampled_from([0.5, 1.0, 2.0, 3.0, 9.0])),
             "mem": draw(st.sampled_from([1.0, 2.0, 4.0, 6.0])),
             "cpu_used": draw(st.sampled_from([None, 0.5])),
-            "inputs": draw(st.sampled_from([None, ["m0"], ["m1", "m3"]])),
+            "inputs": _existing(draw(st.sampled_from([None, ["m0"], ["m1", "m3"]])),
+                                n_machines),
             "depends_on": deps,
         })
+    if any("missing-parent" in (t["depends_on"] or []) for t in tasks):
+        # Replay refuses unknown parents: this one exists but never runs (fits no node).
+        tasks.append({"task_id": "missing-parent", "job_id": "j0", "submit_s": 0.0,
+                      "duration_s": 1.0, "cpu": 1e9, "mem": 1.0})
     jobs = [{"job_id": f"j{k}", "user": f"u{k % 2}", "submit_s": 0.0} for k in range(3)]
     cluster = draw(st.sampled_from(["fixed", "fixed", "elastic"]))
     return {"machines": machines, "tasks": tasks, "jobs": jobs, "downtime": downtime,
             "cluster": cluster, "interval": draw(st.sampled_from([0.0, 1.0, 5.0])),
             "horizon": draw(st.sampled_from([None, None, 50.0]))}
+
+
+def _existing(machine_ids: list[str] | None, n_machines: int) -> list[str] | None:
+    """Only the ids of machines that exist (replay refuses inputs naming unknown machines)."""
+    if machine_ids is None:
+        return None
+    return [m for m in machine_ids if int(m[1:]) < n_machines] or None
 
 
 def _write(case: dict, directory: Path) -> Path:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -96,3 +98,51 @@ def test_manifest_accounting_must_add_up(tmp_path: Path) -> None:
     manifest.write(root)
     report = validate(root)
     assert any("10 input rows but 7 used + 2 rejected" in p.check for p in report.problems)
+
+
+def test_dependency_cycles_are_found_with_an_example(tmp_path: Path) -> None:
+    machines, jobs, tasks = build([(float(i), 1.0, 1.0, 1.0, 0) for i in range(6)])
+    assert validate(write_trace(tmp_path / "ok", machines, jobs, tasks)).ok  # a chain
+    tasks[1]["depends_on"] = ["t4"]  # t1 -> t2 -> t3 -> t4 -> t1; t5 waits on it
+    report = validate(write_trace(tmp_path / "t", machines, jobs, tasks))
+    problem = next(p for p in report.problems if "dependency cycle" in p.check)
+    assert problem.rows == 5  # t1..t4 in the cycle, t5 behind it
+    assert problem.example in {"t1 -> t2 -> t3 -> t4 -> t1", "t2 -> t3 -> t4 -> t1 -> t2",
+                               "t3 -> t4 -> t1 -> t2 -> t3", "t4 -> t1 -> t2 -> t3 -> t4"}
+
+
+def test_self_dependency_is_not_also_a_cycle(tmp_path: Path) -> None:
+    machines, jobs, tasks = build([(float(i), 1.0, 1.0, 1.0, 0) for i in range(3)])
+    tasks[2]["depends_on"] = ["t2"]
+    checks = [p.check for p in validate(write_trace(tmp_path / "t", machines, jobs,
+                                                    tasks)).problems]
+    assert checks == ["task depends on itself"]
+
+
+def test_long_dependency_chain_is_checked_in_linear_time(tmp_path: Path) -> None:
+    n = 20_000
+    machines = [{"machine_id": "m0", "cpu": 8.0, "mem": 64.0}]
+    jobs = [{"job_id": "j0", "user": "u0", "submit_s": 0.0}]
+    tasks = [{"task_id": f"t{k}", "job_id": "j0", "submit_s": 0.0, "duration_s": 1.0,
+              "cpu": 1.0, "mem": 1.0, "depends_on": [f"t{k - 1}"] if k else None}
+             for k in range(n)]
+    assert validate(write_trace(tmp_path / "t", machines, jobs, tasks)).ok
+    tasks[0]["depends_on"] = [f"t{n - 1}"]
+    report = validate(write_trace(tmp_path / "c", machines, jobs, tasks))
+    problem = next(p for p in report.problems if "dependency cycle" in p.check)
+    assert problem.rows == n and problem.example.endswith("-> ...")
+
+
+@pytest.mark.parametrize(("table", "column"), [("machines", "cpu"), ("machines", "mem"),
+                                               ("machines", "speed"), ("tasks", "gpu"),
+                                               ("tasks", "duration_s")])
+def test_nan_beside_finite_values_is_found(tmp_path: Path, table: str, column: str) -> None:
+    """Parquet statistics leave NaN out; a check answered from them would miss it."""
+    machines, jobs, tasks = build([(float(i), 1.0, 1.0, 1.0, 0) for i in range(4)])
+    rows = machines if table == "machines" else tasks
+    for row in rows:  # the column in every row (from_pylist takes columns from the first)
+        row.setdefault(column, 1.0)
+    rows[1][column] = math.nan
+    report = validate(write_trace(tmp_path / "t", machines, jobs, tasks))
+    assert any(p.table == table and p.check.startswith(column) for p in report.problems), \
+        report.problems

@@ -7,7 +7,8 @@ submit order by DuckDB with a memory limit, so peak memory does not grow with tr
 
 Times: microseconds since 600 s before the window -> seconds from the window start
 (19:00 EDT, 1 May 2011); events stamped 0 (before the window) map to 0; events stamped
-2^63-1 (after the window) are not used (counted).  The window end used for tasks still
+2^63-1 (after the window) are not used (counted); negative times, requests or usages are
+rejected rows (counted, :mod:`.tables`).  The window end used for tasks still
 running is the latest timestamp seen in the job and task events read.
 
 Jobs: ``submit_s`` from the first job SUBMIT; ``user`` (a hash) and ``name`` (the job name
@@ -46,6 +47,7 @@ from pipeline.ingest.google2011.tables import (
     TASK_EVENTS,
     TASK_USAGE,
     TIME_AFTER_WINDOW,
+    count_inside_offset,
     seconds,
 )
 from pipeline.trace.io import write_table
@@ -95,6 +97,7 @@ def _job_events(src: Path, jobs_dir: Path, ledger: Ledger, manifest: Manifest) -
         ledger.reject("job_events", "unknown_event_type", int(bad.sum()))
         frame = frame.filter(~bad)
         ledger.use("job_events", frame.height)
+        count_inside_offset(ledger, "job_events", frame["time"])
         window_end = max(window_end, _latest(frame["time"]))
         frame.select(
             "job_id", t=seconds(pl.col("time")), is_submit=pl.col("event_type") == ts.SUBMIT,
@@ -121,6 +124,7 @@ def _task_events(
         ledger.reject("task_events", "after_window", int(after.sum()), path=str(path))
         # Parts are published in time order; a stable sort keeps same-time order as given.
         frame = frame.filter(~after)
+        count_inside_offset(ledger, "task_events", frame["time"])
         if not frame["time"].is_sorted():
             frame = frame.sort("time", maintain_order=True)
         window_end = max(window_end, _latest(frame["time"]))

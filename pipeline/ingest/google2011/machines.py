@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 import polars as pl
 
-from pipeline.ingest.google2011.tables import seconds
+from pipeline.ingest.google2011.tables import count_inside_offset, seconds
 from pipeline.trace.manifest import Ledger
 
 ADD, REMOVE, UPDATE = 0, 1, 2
@@ -34,7 +34,9 @@ def machine_events_frame(frames: Iterable[pl.DataFrame], ledger: Ledger) -> pl.D
     if bad.any():
         ledger.reject("machine_events", "unknown_event_type", int(bad.sum()))
     ledger.use("machine_events", int((~bad).sum()))
-    return frame.filter(~bad).with_columns(t=seconds(pl.col("time")))
+    frame = frame.filter(~bad)
+    count_inside_offset(ledger, "machine_events", frame["time"])
+    return frame.with_columns(t=seconds(pl.col("time")))
 
 
 def machines_from_events(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
