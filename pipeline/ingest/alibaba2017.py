@@ -40,6 +40,7 @@ from pipeline.ingest.base import require_tables
 from pipeline.ingest.chunks import CHUNK_BYTES, iter_table, read_whole
 from pipeline.ingest.csvparts import FLOAT, INT, STR, Column, RawTable
 from pipeline.ingest.finalize import write_sorted
+from pipeline.ingest.window import set_window
 from pipeline.trace.io import write_table
 from pipeline.trace.manifest import Ledger, Manifest
 
@@ -102,6 +103,8 @@ class Alibaba2017:
                                 "not published); 0 and negative raw times = before the trace")
         manifest.notes = {**NOTES, "tasks": TASKS_FROM_INSTANCES if with_instances
                           else TASKS_FROM_TASKS}
+        self.window_end_s = set_window(manifest, src, 0.0, WINDOW_END_S,
+                                       "the published batch window (about 24 h)")[1]
         scratch, unsorted = out / "_scratch", out / "_unsorted_tasks"
         unsorted.mkdir(parents=True)
         self._machines(src, out, ledger, manifest)
@@ -158,7 +161,7 @@ class Alibaba2017:
                 pl.lit(file, pl.Int64).alias("file"), pl.col("_line").alias("line"),
             )
             parts.append(scratch / "tasks" / f"part-{k:05d}.parquet")
-            fuxi.normalize_tasks(raw, WINDOW_END_S).write_parquet(parts[-1])
+            fuxi.normalize_tasks(raw, self.window_end_s).write_parquet(parts[-1])
         tasks = fuxi.dedupe_tasks(parts, ledger, "batch_task", expanding=expanding)
         tasks.write_parquet(scratch / "tasks.parquet")
         return tasks
@@ -181,7 +184,7 @@ class Alibaba2017:
                 pl.lit(file, pl.Int64).alias("file"), pl.col("_line").alias("line"),
             )
             parts.append(scratch / "attempts" / f"part-{k:05d}.parquet")
-            fuxi.normalize_attempts(raw, WINDOW_END_S).write_parquet(parts[-1])
+            fuxi.normalize_attempts(raw, self.window_end_s).write_parquet(parts[-1])
         return parts
 
 

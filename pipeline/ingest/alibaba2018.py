@@ -49,6 +49,7 @@ from pipeline.ingest.chunks import CHUNK_BYTES, iter_table, read_whole
 from pipeline.ingest.csvparts import FLOAT, INT, STR, Column, RawTable
 from pipeline.ingest.dag import resolve_dag
 from pipeline.ingest.finalize import write_sorted
+from pipeline.ingest.window import set_window
 from pipeline.trace.io import write_table
 from pipeline.trace.manifest import Ledger, Manifest
 from pipeline.trace.schema import conform
@@ -111,7 +112,7 @@ class Alibaba2018:
         """Read the raw tables under ``src``; write canonical tables into ``out``."""
         require_tables(src, self.tables, manifest)
         with_instances = "batch_instance" not in manifest.tables_absent
-        self._describe(manifest, with_instances)
+        self._describe(manifest, with_instances, src)
         scratch, unsorted = out / "_scratch", out / "_unsorted_tasks"
         scratch.mkdir()
         unsorted.mkdir()
@@ -148,11 +149,13 @@ class Alibaba2018:
         )
         manifest.notes["barrier_tasks"] = str(barriers)
 
-    def _describe(self, manifest: Manifest, with_instances: bool) -> None:
+    def _describe(self, manifest: Manifest, with_instances: bool, src: Path) -> None:
         manifest.units = {"cpu": "cores (plan_cpu/100)", "gpu": "none", "time": "s",
                           "mem": "normalized: 1.0 = largest machine (mem_size/100)"}
         manifest.time_origin = ("start of the 8-day cluster-trace-v2018 window (absolute date "
                                 "not published)")
+        self.window_end_s = set_window(manifest, src, 0.0, WINDOW_END_S,
+                                       "the published window (8 days)")[1]
         tasks = ("one per batch_instance instance (JOB/TASK/INSTANCE), retries merged"
                  if with_instances else "no batch_instance: each batch_task row expanded into "
                  "instance_num tasks JOB/TASK/k over the task's span (an upper bound)")
@@ -190,7 +193,7 @@ class Alibaba2018:
                 .alias("mem"), pl.lit(file, pl.Int64).alias("file"), pl.col("_line").alias("line"),
             )
             parts.append(scratch / "tasks" / f"part-{k:05d}.parquet")
-            fuxi.normalize_tasks(raw, WINDOW_END_S).write_parquet(parts[-1])
+            fuxi.normalize_tasks(raw, self.window_end_s).write_parquet(parts[-1])
         tasks = fuxi.dedupe_tasks(parts, ledger, "batch_task", expanding=expanding)
         tasks.write_parquet(scratch / "tasks.parquet")
         dag = resolve_dag(tasks.select("job_id", "task_name"))
@@ -217,7 +220,7 @@ class Alibaba2018:
                 pl.lit(file, pl.Int64).alias("file"), pl.col("_line").alias("line"),
             )
             parts.append(scratch / "attempts" / f"part-{k:05d}.parquet")
-            fuxi.normalize_attempts(raw, WINDOW_END_S).write_parquet(parts[-1])
+            fuxi.normalize_attempts(raw, self.window_end_s).write_parquet(parts[-1])
         return parts
 
     def _containers(
@@ -225,7 +228,7 @@ class Alibaba2018:
     ) -> None:
         rows = self._whole(src, CONTAINER_META, ledger, manifest)
         ledger.use("container_meta", rows.height)
-        tasks = container_tasks(rows, ledger)
+        tasks = container_tasks(rows, ledger, self.window_end_s)
         pq.write_table(conform(tasks.to_arrow(), "tasks").append_column(
             "queue", tasks["queue"].to_arrow()), unsorted / "containers.parquet")
 
@@ -250,7 +253,8 @@ def machine_table(rows: pl.DataFrame, ledger: Ledger) -> pl.DataFrame:
     )
 
 
-def container_tasks(rows: pl.DataFrame, ledger: Ledger) -> pl.DataFrame:
+def container_tasks(rows: pl.DataFrame, ledger: Ledger,
+                    window_end_s: float = WINDOW_END_S) -> pl.DataFrame:
     """One long-running task per container, from its first to its last row."""
     cpu, mem = pl.col("cpu_request"), pl.col("mem_size")
     valid_cpu = pl.when(cpu >= 0).then(cpu)
@@ -270,7 +274,7 @@ def container_tasks(rows: pl.DataFrame, ledger: Ledger) -> pl.DataFrame:
     per = per.filter(~bad)
     submit = pl.max_horizontal(pl.col("first"), 0).cast(pl.Float64)
     single = pl.col("last") <= submit
-    end = pl.when(single).then(pl.max_horizontal(pl.lit(WINDOW_END_S), submit + 1.0)).otherwise(
+    end = pl.when(single).then(pl.max_horizontal(pl.lit(window_end_s), submit + 1.0)).otherwise(
         pl.col("last"))
     ledger.repair("tasks", "started_before_trace", int((per["first"] <= 0).sum()))
     ledger.repair("tasks", "single_row_run_to_window_end", int(per.select(single.sum()).item()))

@@ -67,7 +67,9 @@ class TraceInput:
             self.manifest = Manifest.read(self.dir) if manifest_path.exists() else None
         except (ValueError, TypeError) as exc:
             raise TraceError(f"unreadable manifest ({exc})", manifest_path) from exc
-        quick_check(self.dir)  # refuse what `validate` refuses, cheaply, before replaying
+        self._digest: str | None = None
+        if not self.validated:  # as ingest wrote and validated it: nothing to check again
+            quick_check(self.dir)  # refuse what `validate` refuses, cheaply, before replaying
         self.machines = read_table(self.dir, "machines")
         self.jobs = read_table(self.dir, "jobs")
         self.downtime = (read_table(self.dir, "machine_downtime")
@@ -81,7 +83,6 @@ class TraceInput:
         self.job_queue = np.asarray(queue.indices.to_numpy(zero_copy_only=False), np.int32)
         self._job_prio = np.asarray(_f64(self.jobs["priority"], 0), np.int32)
         self._job_ids = self.jobs["job_id"].combine_chunks()
-        self._digest: str | None = None
 
     @property
     def units(self) -> dict[str, str]:

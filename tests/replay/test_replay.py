@@ -176,3 +176,29 @@ def test_google_2011_sample(shared_traces: Path, tmp_path: Path) -> None:
                 assert result.run["cluster"]["node_cpu"] > 0
                 assert m["node_hours"] <= 500 * window["end_s"] / 3600
                 assert m["backlog_tasks"] > 0.5 * n  # 500 nodes hold far fewer
+
+
+def test_ingested_traces_state_their_window_and_are_trusted_as_validated(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ingest states the window (a generated trace's from generated.json) and stamps the
+    validated content digest: a replay of that trace skips the read-time checks, an edited
+    copy gets them (and another identity)."""
+    from pipeline.generate import generate
+    from pipeline.ingest.stage import ingest
+    from pipeline.replay import source
+
+    generate(tmp_path / "raw", "google2011", machines=8, hours=2, seed=3)
+    manifest = ingest("google2011", tmp_path / "raw", tmp_path / "t")
+    assert (manifest.window_start_s, manifest.window_end_s) == (0.0, 7200.0)
+    assert "generated.json" in manifest.window_source and len(manifest.digest) == 64
+    checked: list[Path] = []
+    monkeypatch.setattr(source, "quick_check", checked.append)
+    first = replay(tmp_path / "t", "yarn-uniform", {}, 0, tmp_path / "r1")
+    assert checked == [] and first.run["trace_validated"] is True
+    assert first.run["measured"] == {"from_s": 0.0, "to_s": 7200.0, "drained": False}
+    part = sorted((tmp_path / "t" / "tasks.parquet").glob("*.parquet"))[0]
+    tasks = pl.read_parquet(part)
+    tasks.with_columns(pl.col("cpu") * 0.5).write_parquet(part)
+    edited = replay(tmp_path / "t", "yarn-uniform", {}, 0, tmp_path / "r2")
+    assert checked == [tmp_path / "t"] and edited.run["trace_validated"] is False
+    assert edited.run_id != first.run_id

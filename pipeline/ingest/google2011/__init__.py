@@ -50,6 +50,7 @@ from pipeline.ingest.google2011.tables import (
     count_inside_offset,
     seconds,
 )
+from pipeline.ingest.window import generated_window, set_window
 from pipeline.trace.io import write_table
 from pipeline.trace.manifest import Ledger, Manifest
 
@@ -76,12 +77,16 @@ class Google2011:
         scratch = out / "_scratch"
         for sub in ("tasks", "jobs", "usage"):
             (scratch / sub).mkdir(parents=True)
+        stated = generated_window(src)
         window_end = _job_events(src, scratch / "jobs", ledger, manifest)
-        seen, window_end = _task_events(src, scratch, ledger, manifest, window_end)
+        seen, window_end = _task_events(src, scratch, ledger, manifest, window_end,
+                                        stated[1] if stated else None)
         _task_usage(src, scratch / "usage", ledger, manifest)
         _machines(src, out, seen, ledger, manifest)
         _finish(scratch, out, ledger)
-        manifest.notes["window_end_s"] = f"{window_end:.6f}"
+        set_window(manifest, src, 0.0, window_end,
+                   "the span of the parts read: parts are split by time, so the last event "
+                   "read ends it (29 days with every part)")
         manifest.notes["tasks"] = (
             "one task per incarnation; duration of the finishing attempt, else of the last "
             "attempt that ran (end_event says how it ended); see pipeline.ingest.google2011"
@@ -113,9 +118,13 @@ def _latest(times_us: pl.Series) -> float:
 
 
 def _task_events(
-    src: Path, scratch: Path, ledger: Ledger, manifest: Manifest, window_end: float
+    src: Path, scratch: Path, ledger: Ledger, manifest: Manifest, window_end: float,
+    censor_at: float | None = None,
 ) -> tuple[set[int], float]:
-    """Fold every task_events part; write emitted tasks and job facts; return machines seen."""
+    """Fold every task_events part; write emitted tasks and job facts; return machines seen.
+
+    Tasks still running at the end are censored at ``censor_at`` (a stated window's end),
+    else at the last event read."""
     state = ts.TaskState()
     seen: set[int] = set()
     emitted = 0
@@ -138,7 +147,8 @@ def _task_events(
         ).with_columns(is_submit=pl.lit(False), name=pl.lit(None, pl.String),
                        from_job_events=pl.lit(False)).write_parquet(
             scratch / "jobs" / f"task-{k:05d}.parquet")
-    _write_tasks(ts.flush(state, window_end), emitted, scratch / "tasks" / "tasks-end.parquet")
+    _write_tasks(ts.flush(state, window_end if censor_at is None else censor_at), emitted,
+                 scratch / "tasks" / "tasks-end.parquet")
     for code, note in enumerate(ts.TASK_NOTES):
         count = int(state.notes[code])
         if code in (ts.N_NEVER, ts.N_ZERO, ts.N_NOREQ):
