@@ -97,11 +97,13 @@ def ingest(
     fmt: Annotated[str, typer.Argument(help="Source format, e.g. google2011, alibaba2018.")],
     src: Annotated[Path, typer.Argument(help="Directory holding the raw published files.")],
     out: Annotated[Path, typer.Argument(help="Canonical trace directory to write.")],
+    progress: Annotated[bool, typer.Option(
+        "--progress/--no-progress", help="Show how much raw data was read (stderr).")] = True,
 ) -> None:
     """Read the raw published files of FMT from SRC and write a canonical trace to OUT."""
     from pipeline.ingest.stage import ingest as run_ingest
 
-    manifest = run_ingest(fmt, src, out)
+    manifest = run_ingest(fmt, src, out, progress)
     rejected = {t: sum(r.values()) for t, r in manifest.rows_rejected.items()}
     typer.echo(json.dumps({"out": str(out), "rows": manifest.rows,
                            "input_rows": manifest.input_rows, "rejected": rejected,

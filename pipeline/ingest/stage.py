@@ -18,24 +18,54 @@ from pipeline import __version__
 from pipeline.errors import TraceError
 from pipeline.ingest.base import Adapter
 from pipeline.ingest.registry import make_adapter
+from pipeline.progress import Progress
 from pipeline.trace.identity import content_digest
 from pipeline.trace.io import atomic_dir
-from pipeline.trace.manifest import Ledger, Manifest
+from pipeline.trace.manifest import Ledger, Manifest, SourceFile
 from pipeline.trace.validate import count_rows, validate
 
 
-def ingest(fmt: str, src: Path, out: Path) -> Manifest:
-    """Ingest the raw published files of format ``fmt`` under ``src`` into ``out``."""
+class _Sources(list):  # type: ignore[type-arg]
+    """The manifest's source list, telling a progress display as each raw file is done."""
+
+    def __init__(self, shown: Progress) -> None:
+        super().__init__()
+        self.shown, self.read = shown, 0
+
+    def append(self, item: SourceFile) -> None:
+        super().append(item)
+        self.read += item.bytes
+        self.shown.update(self.read / 1e6)
+
+
+def _raw_megabytes(adapter: Adapter, src: Path) -> float:
+    """Size of the raw files the adapter will read (for progress)."""
+    total = 0
+    for table in adapter.tables:
+        try:
+            total += sum(f.stat().st_size for f in table.files(src))
+        except (OSError, TraceError):
+            continue  # an absent optional table; the adapter says what it needs
+    return total / 1e6
+
+
+def ingest(fmt: str, src: Path, out: Path, progress: bool = False) -> Manifest:
+    """Ingest the raw published files of format ``fmt`` under ``src`` into ``out``
+    (``progress``: show how much of the raw data was read, :mod:`pipeline.progress`)."""
     adapter = make_adapter(fmt)
     src, out = Path(src), Path(out)
     if not src.is_dir():
         raise TraceError("source directory not found", src)
     if out.resolve() == src.resolve() or src.resolve() in out.resolve().parents:
         raise TraceError("output must not be inside the source directory", out)
-    with atomic_dir(out) as tmp:
+    shown = Progress(_raw_megabytes(adapter, src), f"ingest {fmt}", "MB read",
+                     enabled=progress)
+    with shown, atomic_dir(out) as tmp:
         ledger = Ledger()
         manifest = Manifest(source_format=fmt, created_by=f"tracereplay {__version__}")
+        manifest.sources = _Sources(shown)
         adapter.run(src, tmp, ledger, manifest)
+        manifest.sources = list(manifest.sources)
         require_usable_rows(adapter, src, ledger)
         ledger.fill(manifest)
         manifest.rows = count_rows(tmp)
