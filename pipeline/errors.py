@@ -10,6 +10,7 @@ every stage reports them as one line instead of a traceback.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -79,3 +80,14 @@ def filesystem_error(
     if doing:
         reason = f"{reason} ({doing})"
     return TraceError(reason, named if named is not None else path)
+
+
+def read_json_object(path: Path) -> dict:
+    """The JSON object in file ``path`` (a TraceError naming the file if it is not one)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TraceError(f"unreadable JSON ({exc})", path) from exc
+    if not isinstance(data, dict):
+        raise TraceError("expected a JSON object", path)
+    return data

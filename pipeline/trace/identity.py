@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import TraceError
+from pipeline.errors import TraceError, read_json_object
 
 REPLAY_FIELDS = ("units", "window_start_s", "window_end_s")
 BLOCK_BYTES = 1 << 22
@@ -65,12 +65,4 @@ def content_digest(directory: Path, manifest: dict[str, Any] | None = None) -> s
 def read_manifest_json(directory: Path) -> dict[str, Any] | None:
     """The parsed ``manifest.json`` of ``directory`` (None when absent)."""
     path = Path(directory) / "manifest.json"
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TraceError(f"unreadable manifest ({exc})", path) from exc
-    if not isinstance(data, dict):
-        raise TraceError("manifest must be a JSON object", path)
-    return data
+    return read_json_object(path) if path.exists() else None

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.errors import TraceError
+from pipeline.errors import TraceError, read_json_object
 
 REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "task_runs": (
@@ -70,12 +70,7 @@ def read_run_json(path: Path) -> dict[str, Any]:
     """The run description, with the required keys present."""
     if not path.is_file():
         raise TraceError("run.json is missing", path)
-    try:
-        meta = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TraceError(f"unreadable JSON ({exc})", path) from exc
-    if not isinstance(meta, dict):
-        raise TraceError("expected a JSON object", path)
+    meta = read_json_object(path)
     missing = [k for k in REQUIRED_KEYS if meta.get(k) is None]
     if missing:
         raise TraceError(f"missing key(s) {', '.join(missing)}", path)
@@ -87,15 +82,7 @@ def read_run_json(path: Path) -> dict[str, Any]:
 
 def read_provenance(path: Path) -> dict[str, Any]:
     """Where, when and how long a run ran (``provenance.json``; empty when absent)."""
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TraceError(f"unreadable JSON ({exc})", path) from exc
-    if not isinstance(data, dict):
-        raise TraceError("expected a JSON object", path)
-    return data
+    return read_json_object(path) if path.is_file() else {}
 
 
 def table_files(run: Path, name: str) -> list[Path]:
