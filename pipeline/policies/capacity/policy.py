@@ -33,7 +33,7 @@ import numpy as np
 from pipeline.errors import UsageError
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.capacity import config as cfg
-from pipeline.policies.capacity.batch import kernel_inputs
+from pipeline.policies.capacity.batch import admission, kernel_inputs
 from pipeline.policies.capacity.formulas import (
     DEFAULT,
     DOMINANT,
@@ -43,6 +43,7 @@ from pipeline.policies.capacity.formulas import (
 from pipeline.policies.capacity.kernel import allocate
 from pipeline.policies.capacity.partitions import Partitions
 from pipeline.policies.capacity.passes import decide_partitioned
+from pipeline.policies.capacity.pending import leaf_pending
 from pipeline.policies.capacity.preemption import PartitionRound, PreemptionTimer
 from pipeline.policies.capacity.prepare import scan_pending, scan_running
 from pipeline.policies.capacity.report import label_columns
@@ -246,19 +247,24 @@ class CapacityScheduler(PolicyBase):
         job_mem = self.job_mem_ if self.settings_.fair.any() else self.job_mem_[:0]
         pair_used = scan_running(run_job, run.req, self.minimum_, self.calc_, self.first_seen_,
                                  self.job_pair_, self.weights_.size, job_mem, run_req)
+        serve = len(pend) > 0 and bool(nodes.up.any())
+        adm = admission(self, jobs, pend_leaf, run_job, cluster) if serve else None
         rounds = None
-        if self.caps_.any_absolute and self.timer_.s.enabled:
-            rounds = [PartitionRound(cluster, *self.caps_.effective(0, cluster, self.calc_))]
+        if self.timer_.due(view.now):
+            guar, maxi = self.caps_.effective(0, cluster, self.calc_)
+            demand = (leaf_pending(self, req, jobs, adm.sel, pair_used, guar, maxi, cluster)
+                      if adm is not None else np.zeros((self.tree_.n_leaves, 3)))
+            rounds = [PartitionRound(cluster, guar, maxi, pending=demand)]
         run_leaf = np.take(self.job_leaf_, run_job) if len(run_req) else run_job[:0]
         preempt, wake = self.timer_.step(
             view.now, run, run_leaf, run_req, pend_leaf, req,
             self.first_seen_, self.am_row_, cluster, self.calc_, rounds)
-        if len(pend) == 0 or not nodes.up.any():
+        if adm is None:
             if len(job_mem):
                 job_mem[run_job] = 0.0
             return Decisions(preempt=preempt, wake_at_s=wake)
         args = kernel_inputs(self, req, jobs, pend_leaf, pair_used, run_job, cluster,
-                             free)
+                             free, adm)
         out = np.empty(len(req), dtype=np.int64)
         order = out[:allocate(*args, out)]
         # the node must hold the raw request too (it can exceed a capped normalised one)
