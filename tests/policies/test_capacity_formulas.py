@@ -144,15 +144,25 @@ def test_selection_respects_the_round_allowance() -> None:
     assert select(_mem(4.0), order, size, no_am, _mem(2.0), _rc()) == [1]  # 3 GB > 2 left
 
 
-def test_dominant_selection_is_not_conservative() -> None:
-    """Only cpu is to be obtained; a memory-only container still "lowers" what is left in
-    the dominant calculator's order (equal largest share, smaller second one), so the
-    cross-queue default (conservative DRF off) takes it (tryPreemptContainerAndDeduct...)."""
+def test_dominant_selection_needs_a_positive_contribution() -> None:
+    """Only cpu is to be obtained: a memory-only container lowers no resource still to
+    obtain and is skipped (tryPreemptContainerAndDeductResToObtain after YARN-8292 compares
+    componentwiseMax(toObtain, 0) before and after)."""
     order = np.array([0, 1])
     size = np.array([_mem(5.0), np.array([2.0, 0.0, 0.0])])
     no_am = np.zeros(2, dtype=bool)
     got = select(np.array([2.0, 0.0, 0.0]), order, size, no_am, np.full(3, 50.0), _rc(True))
-    assert got == [0, 1]
+    assert got == [1]
+
+
+def test_containers_larger_than_the_round_allowance_are_never_taken() -> None:
+    """Dominant calculator: fitsIn(container, total_preemption_per_round x cluster) must
+    hold in every resource (10 cpu = 10% of the cluster; the 12-cpu container is left)."""
+    order = np.array([0, 1])
+    size = np.array([[12.0, 1.0, 0.0], [4.0, 1.0, 0.0]])
+    no_am = np.zeros(2, dtype=bool)
+    budget = np.array([10.0, 10.0, 0.0])
+    assert select(np.array([3.0, 0.5, 0.0]), order, size, no_am, budget, _rc(True)) == [1]
 
 
 def test_marks_kill_after_the_wait_and_expire_after_twice_the_wait() -> None:

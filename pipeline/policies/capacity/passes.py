@@ -218,6 +218,8 @@ def decide_partitioned(p: CapacityScheduler, view: SchedView) -> Decisions:
         wake = float(np.nextafter(view.now, np.inf))  # eligible now: try them next instant
     if not call.out_req:
         return Decisions(preempt=preempt, wake_at_s=wake)
+    placed = int(call.placed.sum())
+    wake = p.timer_.after_placement(wake, placed, len(pend) - placed)
     return Decisions(place_req=np.concatenate(call.out_req),
                      place_node=np.concatenate(call.out_node), preempt=preempt,
                      wake_at_s=wake)

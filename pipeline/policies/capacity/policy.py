@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.policies.base import Param, PolicyBase
+from pipeline.policies.base import Param, PolicyBase, PreemptionProfile
 from pipeline.policies.capacity import config as cfg
 from pipeline.policies.capacity.batch import admission, kernel_inputs
 from pipeline.policies.capacity.formulas import (
@@ -64,6 +64,12 @@ class CapacityScheduler(PolicyBase):
     source = ("Apache Hadoop 3.3 CapacityScheduler.md; ResourceManager scheduler/capacity "
               "(LeafQueue, UsersManager, ProportionalCapacityPreemptionPolicy)")
     needs_running = True
+    # max_wait_before_kill (15 s): a container is killed only when selected that long
+    # after it was first marked, and it is marked at the earliest at the first round
+    # after it started (ProportionalCapacityPreemptionPolicy)
+    preemption_profile = PreemptionProfile(
+        {"queues": "a:50,b:50", "user_limit_factor": 2, "preemption": True,
+         "resource_calculator": DOMINANT, "max_am_resource_percent": 1.0}, 15.0)
     PARAMS: ClassVar[dict[str, Param]] = {
         "config": Param("", "path of a capacity-scheduler.xml (overrides the inline "
                             "queue settings)", str, file=True),
@@ -273,6 +279,7 @@ class CapacityScheduler(PolicyBase):
         chosen = order[placed]
         self._mark_started(jobs[chosen], np.take(req, chosen, axis=0),
                            pend.take("row", chosen))
+        wake = self.timer_.after_placement(wake, len(chosen), len(pend) - len(chosen))
         return Decisions(place_req=chosen, place_node=node, preempt=preempt, wake_at_s=wake)
 
     def _mark_started(self, jobs: np.ndarray, req: np.ndarray, rows: np.ndarray) -> None:

@@ -10,10 +10,13 @@ round's candidate map is new each round, ``containerBasedPreemptOrKill``):
 
 - per leaf, in the ordering policy's preemption order (last application first, newest
   container first); a container is taken while something is still to obtain
-  (``isAnyMajorResourceAboveZero``), it fits what is left of
-  ``total_preemption_per_round * cluster`` for the round and taking it lowers what is left
-  to obtain (``tryPreemptContainerAndDeductResToObtain``, non-conservative DRF, the
-  default for cross-queue preemption); the last one may overshoot;
+  (``isAnyMajorResourceAboveZero``), if it fits what is left of
+  ``total_preemption_per_round * cluster`` for the round (``Resources.fitsIn``: every
+  resource with the dominant calculator, so a container larger than that share of the
+  cluster is never taken) and lowers some resource still to obtain
+  (``tryPreemptContainerAndDeductResToObtain``, non-conservative DRF, the default for
+  cross-queue preemption, compares ``componentwiseMax(., 0)`` before and after); the last
+  one may overshoot;
 - ``preemptOrkillSelectedContainerAfterWait``: a selected container seen for the first
   time is marked with the round's time; a selected container marked at least
   ``max_wait_before_kill`` ago is killed; a marked container that is not selected again is
@@ -83,8 +86,8 @@ def select(amount: np.ndarray, order: np.ndarray, size: np.ndarray, is_am: np.nd
     ``order`` lists the leaf's running containers in preemption order, ``size`` their
     resources; ``budget`` is what is left of the round's total preemption allowance (updated
     in place).  As ``tryPreemptContainerAndDeductResToObtain``: resources with nothing to
-    obtain do not count, a container is taken only if it fits the budget and lowers what is
-    left to obtain, and selection stops once nothing is left.
+    obtain do not count, a container is taken only if it fits the budget and lowers some
+    resource still to obtain, and selection stops once nothing is left.
     """
     left = np.where(amount == 0, -TOL * np.where(rc.base > 0, rc.base, 1.0), amount)
     chosen: list[int] = []
@@ -94,8 +97,8 @@ def select(amount: np.ndarray, order: np.ndarray, size: np.ndarray, is_am: np.nd
         if is_am[i] or not _fits(size[i], budget, rc):
             continue
         after = left - size[i]
-        if not rc.gt(left, after)[0]:
-            continue
+        if not rc.gt(np.maximum(left, 0.0), np.maximum(after, 0.0))[0]:
+            continue  # no resource still to obtain goes down (YARN-8292)
         left = after
         budget -= size[i]
         chosen.append(i)
@@ -164,6 +167,15 @@ class PreemptionTimer:
         if len(out):  # freed resources go out at the next heartbeat, not the next round
             wake = float(np.nextafter(now, np.inf))
         return out, wake
+
+    def after_placement(self, wake: float | None, placed: int, waiting: int,
+                        ) -> float | None:
+        """The wake-up once the call's placements are known: containers placed while
+        requests still wait need the next round, even when nothing ran before the call
+        (``step`` only saw the containers already running)."""
+        if self.s.enabled and placed and waiting and (wake is None or wake > self.next_s):
+            return float(self.next_s)
+        return wake
 
     def _amounts(self, part: PartitionRound, run_leaf: np.ndarray, run_req: np.ndarray,
                  pend_leaf: np.ndarray, pend_req: np.ndarray, calc: int) -> np.ndarray:

@@ -25,13 +25,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.policies.base import Param, PolicyBase
+from pipeline.policies.base import Param, PolicyBase, PreemptionProfile
 from pipeline.policies.drf import inverse_capacity
 from pipeline.policies.fair.apps import AppNumbering
 from pipeline.policies.fair.config import NEVER, UNLIMITED, QueueSetup, build
 from pipeline.policies.fair.kernel import fair_fill, leaf_usage
 from pipeline.policies.fair.limits import AppLimits, am_limits, increments
-from pipeline.policies.fair.preempt import FairPreemption
+from pipeline.policies.fair.preempt import WAIT_BEFORE_KILL_S, FairPreemption
 from pipeline.policies.fair.reclaim import preempt_step
 from pipeline.policies.fair.shares import tree_shares
 from pipeline.policies.nodeindex import NodeIndex
@@ -51,6 +51,11 @@ class FairScheduler(PolicyBase):
     source = ("Apache Hadoop 3.3 FairScheduler.md and scheduler/fair (ComputeFairShares, "
               "FairSharePolicy, DominantResourceFairnessPolicy, FSLeafQueue starvation and "
               "canRunAppAM, MaxRunningAppsEnforcer)")
+    # waitTimeBeforeKill: containers are warned, then killed 15 s later (FSPreemptionThread)
+    preemption_profile = PreemptionProfile(
+        {"queues": "a:1w,b:1w", "default_policy": "drf", "preemption": True,
+         "fair_share_preemption_timeout_s": 5.0, "fair_share_preemption_threshold": 1.0},
+        WAIT_BEFORE_KILL_S)
     PARAMS: ClassVar[dict[str, Param]] = {
         "allocation_file": Param("", "fair-scheduler.xml allocation file (Hadoop 3.3 format)",
                                  str, file=True),
