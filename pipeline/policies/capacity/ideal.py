@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numba import njit
 
 from pipeline.policies.queues.tree import QueueTree
 
@@ -104,60 +105,143 @@ class Calculator:
             return np.where(kb > 0, ka / np.where(kb > 0, kb, 1.0), np.inf)
 
 
-def _before(x: int, y: int, rel: np.ndarray, prio: np.ndarray | None) -> int:
-    """``TQComparator``: -1 when queue ``x`` is more underserved than ``y``, 0 on a tie."""
-    if prio is not None and prio[x] != prio[y] and (rel[x] < 1.0) == (rel[y] < 1.0):
-        return -1 if prio[x] > prio[y] else 1  # both under or both over: priority first
+@njit(cache=True)
+def _cmp(a, b, base, dominant):
+    """``rc.compare(base, a, b)`` for single vectors: -1, 0 or 1 (see :class:`Calculator`)."""
+    sa = np.zeros(3)
+    sb = np.zeros(3)
+    n = 0
+    if not dominant:
+        scale = base[1] if base[1] > 0 else 1.0
+        sa[0], sb[0], n = a[1] / scale, b[1] / scale, 1
+    else:
+        for r in range(3):
+            if base[r] > 0:
+                sa[n], sb[n] = a[r] / base[r], b[r] / base[r]
+                n += 1
+        if n == 0:
+            sa[:], sb[:], n = a, b, 3
+        sa[:n] = -np.sort(-sa[:n])
+        sb[:n] = -np.sort(-sb[:n])
+    for i in range(n):
+        d = sa[i] - sb[i]
+        if abs(d) > TOL:
+            return 1 if d > 0 else -1
+    return 0
+
+
+@njit(cache=True)
+def _smaller(a, b, base, dominant):
+    return b.copy() if _cmp(a, b, base, dominant) > 0 else a.copy()
+
+
+@njit(cache=True)
+def _larger(a, b, base, dominant):
+    return a.copy() if _cmp(a, b, base, dominant) > 0 else b.copy()
+
+
+@njit(cache=True)
+def _lead(x, base, dominant):
+    """The first comparison key: memory share, or the largest share."""
+    if not dominant:
+        return x[1] / (base[1] if base[1] > 0 else 1.0)
+    best = -np.inf
+    for r in range(3):
+        if base[r] > 0:
+            best = max(best, x[r] / base[r])
+    return best if best > -np.inf else max(x[0], max(x[1], x[2]))
+
+
+@njit(cache=True)
+def _before(x, y, rel, prio, use_prio):
+    """``TQComparator``: -1 when queue ``x`` is more underserved than ``y``, 0 on a tie
+    (priority first when both are under or both over their guarantee)."""
+    if use_prio and prio[x] != prio[y] and (rel[x] < 1.0) == (rel[y] < 1.0):
+        return -1 if prio[x] > prio[y] else 1
     if rel[x] == rel[y] or abs(rel[x] - rel[y]) <= TOL:  # zero guarantees: both inf
         return 0
     return -1 if rel[x] < rel[y] else 1
 
 
-def _most_underserved(active: np.ndarray, rel: np.ndarray, prio: np.ndarray | None,
-                      ) -> np.ndarray:
-    """The queues tied for first place in ``TQComparator`` order among ``active``."""
-    idx = np.flatnonzero(active).tolist()
-    head = idx[0]
-    for q in idx[1:]:
-        if _before(q, head, rel, prio) < 0:
-            head = q
-    return np.array([q for q in idx if _before(q, head, rel, prio) == 0], dtype=np.int64)
-
-
-def _offer(rc: Calculator, q: int, avail: np.ndarray, ideal: np.ndarray, guar: np.ndarray,
-           maxi: np.ndarray, used: np.ndarray, want: np.ndarray, leaf: bool) -> np.ndarray:
+@njit(cache=True)
+def _offer(avail, q, ideal, guar, maxi, used, want, leaf, base, dominant):
     """What queue ``q`` accepts of ``avail`` (``TempQueuePerPartition.offer``)."""
     room = np.maximum(maxi[q] - ideal[q], 0.0)
-    accepted = np.minimum(room, rc.smaller(avail, want[q] - ideal[q])[0])
-    if leaf:  # filterByMaxDeductAssigned: never past max(used, guaranteed)
-        cap = np.maximum(rc.larger(used[q], guar[q])[0] - ideal[q], 0.0)
-        accepted = rc.smaller(accepted, cap)[0]
+    accepted = np.minimum(room, _smaller(avail, want[q] - ideal[q], base, dominant))
+    if leaf[q]:  # filterByMaxDeductAssigned: never past max(used, guaranteed)
+        cap = np.maximum(_larger(used[q], guar[q], base, dominant) - ideal[q], 0.0)
+        accepted = _smaller(accepted, cap, base, dominant)
     return np.minimum(np.maximum(accepted, 0.0), avail)
 
 
-def _fixpoint(rc: Calculator, ideal: np.ndarray, unassigned: np.ndarray, members: np.ndarray,
-              guar: np.ndarray, maxi: np.ndarray, used: np.ndarray, want: np.ndarray,
-              leaf: np.ndarray, prio: np.ndarray | None, by_guarantee: bool) -> np.ndarray:
-    """``computeFixpointAllocation`` over ``members``; updates ``ideal``, returns what is
-    left unassigned."""
-    active = members & rc.gt(want, ideal)
+@njit(cache=True)
+def _fixpoint(ideal, unassigned, members, guar, maxi, used, want, leaf, prio, use_prio,
+              by_guarantee, base, dominant):
+    """``computeFixpointAllocation`` over ``members``; updates ``ideal`` and
+    ``unassigned`` in place."""
+    k = len(ideal)
+    zero = np.zeros(3)
+    active = members.copy()
+    for q in range(k):
+        active[q] = active[q] and _cmp(want[q], ideal[q], base, dominant) > 0
+    rel = np.empty(k)
     for _ in range(MAX_PASSES):
-        if not active.any() or not rc.positive(unassigned)[0]:
+        if not active.any() or _cmp(unassigned, zero, base, dominant) <= 0:
             break
-        if by_guarantee:  # resetCapacity: guarantees normalised over the queues asking
-            tot = guar[active].sum(axis=0)
-            norm = np.where(tot > 0, guar / np.where(tot > 0, tot, 1.0), 0.0)
-        else:
-            norm = np.full(guar.shape, 1.0 / active.sum())
-        rel = np.where(rc.positive(guar), rc.divide(ideal, guar), np.inf)
+        tot = np.zeros(3)
+        n_active = 0
+        for q in range(k):
+            if active[q]:
+                tot += guar[q]
+                n_active += 1
+            pos = _cmp(guar[q], zero, base, dominant) > 0
+            rel[q] = _lead(ideal[q], base, dominant) / _lead(guar[q], base, dominant) \
+                if pos else np.inf
+        head = -1
+        for q in range(k):
+            if active[q] and (head < 0 or _before(q, head, rel, prio, use_prio) < 0):
+                head = q
         offered = unassigned.copy()  # dupUnassignedForTheRound
-        for q in _most_underserved(active, rel, prio).tolist():
-            avail = np.minimum(offered * norm[q], unassigned)
-            done = _offer(rc, q, avail, ideal, guar, maxi, used, want, bool(leaf[q]))
+        for q in range(k):
+            if not active[q] or _before(q, head, rel, prio, use_prio) != 0:
+                continue
+            norm = np.full(3, 1.0 / n_active)
+            if by_guarantee:  # resetCapacity: normalised over the queues still asking
+                for r in range(3):
+                    norm[r] = guar[q, r] / tot[r] if tot[r] > 0 else 0.0
+            avail = np.minimum(offered * norm, unassigned)
+            done = _offer(avail, q, ideal, guar, maxi, used, want, leaf, base, dominant)
             ideal[q] += done
-            unassigned = np.maximum(unassigned - done, 0.0)
-            active[q] = bool(rc.positive(done)[0])
-    return unassigned
+            unassigned[:] = np.maximum(unassigned - done, 0.0)
+            active[q] = _cmp(done, zero, base, dominant) > 0
+
+
+@njit(cache=True)
+def _ideal(total, guar, maxi, used, pending, leaf, prio, use_prio, dominant):
+    k = len(used)
+    zero = np.zeros(3)
+    ideal = used.copy()
+    nonzero = np.zeros(k, dtype=np.bool_)
+    unassigned = total.copy()
+    for q in range(k):
+        if _cmp(used[q], guar[q], total, dominant) > 0:  # initIdealAssignment
+            ideal[q] = np.minimum(guar[q], used[q])
+        nonzero[q] = _cmp(guar[q], zero, total, dominant) > 0
+        if nonzero[q]:
+            unassigned -= ideal[q]
+    # Hadoop lets a component of what is left go negative only until the first offer
+    unassigned = np.maximum(unassigned, 0.0)
+    want = used + pending
+    _fixpoint(ideal, unassigned, nonzero, guar, maxi, used, want, leaf, prio, use_prio,
+              True, total, dominant)
+    if (~nonzero).any() and _cmp(unassigned, zero, total, dominant) > 0:
+        for q in range(k):  # zero guarantees share what is left equally
+            if not nonzero[q]:
+                unassigned -= ideal[q]
+        unassigned = np.maximum(unassigned, 0.0)
+        _fixpoint(ideal, unassigned, ~nonzero, guar, maxi, used, want, leaf, prio, False,
+                  False, total, dominant)
+    return ideal
 
 
 def ideal_assignment(total: np.ndarray, guar: np.ndarray, maxi: np.ndarray, used: np.ndarray,
@@ -168,34 +252,33 @@ def ideal_assignment(total: np.ndarray, guar: np.ndarray, maxi: np.ndarray, used
     ``prio``: the siblings' queue priorities when the parent orders by
     ``priority-utilization`` (``TempQueuePerPartition.relativePriority``), else None.
     """
-    rc = Calculator(dominant, np.asarray(total, dtype=np.float64))
-    over = rc.gt(used, guar)
-    # initIdealAssignment (no untouchable extra: every queue here may be preempted)
-    ideal = np.where(over[:, None], np.minimum(guar, used), used).astype(np.float64)
-    nonzero = rc.positive(guar)
-    # Hadoop lets a component of what is left go negative only until the first offer
-    unassigned = np.maximum(total - ideal[nonzero].sum(axis=0), 0.0)
-    want = used + pending
-    unassigned = _fixpoint(rc, ideal, unassigned, nonzero, guar, maxi, used, want, leaf, prio,
-                           by_guarantee=True)
-    zero = ~nonzero
-    if zero.any() and rc.positive(unassigned)[0]:  # zero guarantees share what is left
-        unassigned = np.maximum(unassigned - ideal[zero].sum(axis=0), 0.0)
-        _fixpoint(rc, ideal, unassigned, zero, guar, maxi, used, want, leaf, None,
-                  by_guarantee=False)
-    return ideal
+    def arr(x: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(x, dtype=np.float64)
+
+    use_prio = prio is not None
+    prio_arr = np.zeros(len(used), np.int64) if prio is None else np.asarray(prio, np.int64)
+    return _ideal(arr(total), arr(guar), arr(maxi), arr(used), arr(pending),
+                  np.asarray(leaf, dtype=np.bool_), prio_arr, use_prio, dominant)
 
 
-def _to_be_preempted(rc: Calculator, ideal: np.ndarray, guar: np.ndarray, used: np.ndarray,
-                     pending: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+@njit(cache=True)
+def _to_be_preempted(ideal, guar, used, pending, allowed, base, dominant):
     """Steps 2-3 for one level of siblings (``assignPreemption`` with the scaling)."""
-    over = rc.gt(used, ideal)
-    needed = np.where(over[:, None], used - ideal, 0.0).sum(axis=0)
+    k = len(used)
+    needed = np.zeros(3)
+    for q in range(k):
+        if _cmp(used[q], ideal[q], base, dominant) > 0:
+            needed += used[q] - ideal[q]
     scale = 1.0
-    if rc.gt(needed, allowed)[0]:
-        scale = float(rc.divide(allowed, needed)[0])
-    keep = rc.larger(rc.smaller(used + pending, guar), ideal)
-    return np.where(rc.gt(used, keep)[:, None], (used - keep) * scale, 0.0)
+    if _cmp(needed, allowed, base, dominant) > 0:
+        scale = _lead(allowed, base, dominant) / _lead(needed, base, dominant)
+    out = np.zeros((k, 3))
+    for q in range(k):
+        keep = _larger(_smaller(used[q] + pending[q], guar[q], base, dominant), ideal[q],
+                       base, dominant)
+        if _cmp(used[q], keep, base, dominant) > 0:
+            out[q] = (used[q] - keep) * scale
+    return out
 
 
 def to_obtain(tree: QueueTree, cluster: np.ndarray, used: np.ndarray, pending: np.ndarray,
@@ -225,9 +308,10 @@ def to_obtain(tree: QueueTree, cluster: np.ndarray, used: np.ndarray, pending: n
             kid_prio = prio[kids]
         ideal[kids] = ideal_assignment(ideal[p], guar[kids], maxi[kids], used[kids],
                                        pending[kids], tree.is_leaf[kids], dominant, kid_prio)
-        rc = Calculator(dominant, ideal[p])
-        out[kids] = _to_be_preempted(rc, ideal[kids], guar[kids], used[kids], pending[kids],
-                                     allowed)
+        out[kids] = _to_be_preempted(ideal[kids], np.ascontiguousarray(guar[kids]),
+                                     np.ascontiguousarray(used[kids]),
+                                     np.ascontiguousarray(pending[kids]), allowed,
+                                     ideal[p].copy(), dominant)
     rc = Calculator(dominant, cluster)
     act = tree.is_leaf & rc.gt(used, guar * (1.0 + s.dead_zone)) & rc.positive(out)
     return np.where(act[:, None], out * s.natural_termination, 0.0)
