@@ -312,7 +312,24 @@ def to_obtain(tree: QueueTree, cluster: np.ndarray, used: np.ndarray, pending: n
                                      np.ascontiguousarray(used[kids]),
                                      np.ascontiguousarray(pending[kids]), allowed,
                                      ideal[p].copy(), dominant)
-    rc = Calculator(dominant, cluster)
-    act = tree.is_leaf & rc.gt(used, guar * (1.0 + s.dead_zone)) & rc.positive(out)
-    return np.where(act[:, None], out * s.natural_termination, 0.0)
+    return _act(out, np.ascontiguousarray(used), np.ascontiguousarray(guar) * (1 + s.dead_zone),
+                tree.is_leaf, s.natural_termination, cluster, dominant)
+
+
+@njit(cache=True)
+def _act(out, used, dead_zone, leaf, factor, cluster, dominant):
+    """Step 4: leaves beyond the dead zone ask for ``factor`` of what they should give."""
+    zero = np.zeros(3)
+    res = np.zeros_like(out)
+    for q in range(len(out)):
+        if (leaf[q] and _cmp(used[q], dead_zone[q], cluster, dominant) > 0
+                and _cmp(out[q], zero, cluster, dominant) > 0):
+            res[q] = out[q] * factor
+    return res
+
+
+def positive(x: np.ndarray, base: np.ndarray, dominant: bool) -> bool:
+    """``Resources.greaterThan(rc, base, x, none)`` for one vector (compiled)."""
+    return _cmp(np.ascontiguousarray(x, dtype=np.float64), np.zeros(3),
+                np.ascontiguousarray(base, dtype=np.float64), dominant) > 0
 

@@ -169,6 +169,7 @@ class CapacityScheduler(PolicyBase):
         self.nx_since_ = np.zeros(0)  # missed DEFAULT since (passes.py), inf = not
         self.paths_ = conf.tree.leaf_paths_matrix().T.astype(np.float64)
         self.timer_ = PreemptionTimer(conf.tree, conf.preemption)
+        self.last_rows_ = np.zeros(0, dtype=np.int64)  # pending rows at the previous call
         self.weights_ = self._pair_weights(cluster.users)
 
     def _caps_in_units(self, conf: cfg.CapacityConfig, cluster: ClusterInfo) -> QueueCaps:
@@ -265,7 +266,8 @@ class CapacityScheduler(PolicyBase):
         preempt, wake = self.timer_.step(
             view.now, run, run_leaf, run_req, pend_leaf, req,
             self.first_seen_, self.am_row_, cluster, self.calc_, rounds)
-        if adm is None:
+        idle = self.timer_.s.enabled and self._nothing_new(view)  # a monitor wake-up
+        if adm is None or (idle and not len(preempt)):
             if len(job_mem):
                 job_mem[run_job] = 0.0
             return Decisions(preempt=preempt, wake_at_s=wake)
@@ -281,6 +283,15 @@ class CapacityScheduler(PolicyBase):
                            pend.take("row", chosen))
         wake = self.timer_.after_placement(wake, len(chosen), len(pend) - len(chosen))
         return Decisions(place_req=chosen, place_node=node, preempt=preempt, wake_at_s=wake)
+
+    def _nothing_new(self, view: SchedView) -> bool:
+        """Whether no node changed and the same requests wait as at the previous call
+        (a monitor wake-up then finds no more room than that call did, so the assignment
+        pass would place nothing: it is skipped)."""
+        rows = np.asarray(view.pending.row)
+        same = len(view.nodes.changed) == 0 and np.array_equal(rows, self.last_rows_)
+        self.last_rows_ = rows
+        return same
 
     def _mark_started(self, jobs: np.ndarray, req: np.ndarray, rows: np.ndarray) -> None:
         """The first container of a job is its AM (tracereplay's model, see state.py)."""

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.policies.capacity.ideal import TOL, Calculator, to_obtain
+from pipeline.policies.capacity.ideal import TOL, Calculator, positive, to_obtain
 from pipeline.policies.capacity.state import dense_sum
 from pipeline.policies.queues.tree import QueueTree
 
@@ -202,7 +202,7 @@ class PreemptionTimer:
             amount = self._amounts(part, run_leaf, run_req, pend_leaf, pend_req, calc)
             rc = Calculator(calc == 1, np.asarray(part.cluster, dtype=np.float64))
             for pos, q in enumerate(self.tree.leaves.tolist()):
-                if not rc.positive(amount[q])[0]:
+                if not amount[q].any() or not positive(amount[q], rc.base, rc.dominant):
                     continue
                 order = self._order(part, pos, run, run_leaf, rows, job, first_seen)
                 chosen.update(select(amount[q], order, run_req, is_am, budget, rc))
