@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.errors import UsageError
-from pipeline.policies.base import Param, PolicyBase, resolve_params
+from pipeline.policies.base import Param, PolicyBase, PreemptionProfile, resolve_params
 from pipeline.policies.capacity import CapacityScheduler
 from pipeline.policies.drf import DominantResourceFairness
 from pipeline.policies.fair import FairScheduler
@@ -24,8 +24,8 @@ POLICIES: dict[str, type[PolicyBase]] = {
                           CapacityScheduler)
 }
 
-__all__ = ["POLICIES", "Param", "PolicyBase", "describe_policies", "make_policy",
-           "policy_class", "resolve_params"]
+__all__ = ["POLICIES", "Param", "PolicyBase", "PreemptionProfile", "describe_policies",
+           "make_policy", "policy_class", "resolve_params"]
 
 
 def policy_class(name: str) -> type[PolicyBase]:

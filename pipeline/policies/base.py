@@ -80,6 +80,20 @@ class Param:
         return self.kind(value)
 
 
+@dataclass(frozen=True)
+class PreemptionProfile:
+    """How the shared conformance suite switches a policy's preemption on, and the pacing
+    its published rules promise.
+
+    ``params``: parameters that turn preemption on with two equally entitled queues named
+    after the trace queues ``a`` and ``b``; ``kill_wait_s``: the least time a container
+    runs before it is preempted (schedulers warn, then kill after a fixed wait).
+    """
+
+    params: Mapping[str, Any]
+    kill_wait_s: float
+
+
 class PolicyBase:
     """Base class of the registered policies (see :mod:`pipeline.sim.interface`)."""
 
@@ -88,6 +102,8 @@ class PolicyBase:
     source: ClassVar[str] = ""
     PARAMS: ClassVar[dict[str, Param]] = {}
     needs_running: ClassVar[bool] = False
+    # None: the policy never preempts (the conformance suite then expects no preemption)
+    preemption_profile: ClassVar[PreemptionProfile | None] = None
 
     def __init__(self, **params: Any) -> None:
         unknown = sorted(set(params) - set(self.PARAMS))

@@ -11,11 +11,11 @@ from pipeline.errors import UsageError
 from pipeline.policies.capacity import formulas as f
 from pipeline.policies.capacity import kernel
 from pipeline.policies.capacity.config import from_xml
+from pipeline.policies.capacity.ideal import Calculator, ideal_assignment, to_obtain
 from pipeline.policies.capacity.preemption import (
     PreemptionSettings,
-    ideal_assignment,
+    PreemptionTimer,
     select,
-    to_obtain,
 )
 from pipeline.policies.queues import parse_inline
 
@@ -71,32 +71,112 @@ def test_application_and_am_limits() -> None:
     assert f.am_limit(_mem(15), 0.1, GB)[1] == 2.0  # normalised up
 
 
+def _mems(*values: float) -> np.ndarray:
+    return np.array([_mem(v) for v in values])
+
+
+MEM_CLUSTER = _mem(100)
+ON = PreemptionSettings(enabled=True)
+
+
 def test_preemption_golden_two_gb() -> None:
     """A 90 / B 10 + 40 pending, both 50% (max 100%), defaults: one round asks 2 GB of A."""
     tree = parse_inline("a:50,b:50")
-    used, pending = np.array([100.0, 90, 10]), np.array([40.0, 0, 40])
-    amount = to_obtain(tree, 100.0, used, pending, PreemptionSettings(enabled=True))
-    assert amount.tolist() == pytest.approx([0.0, 2.0, 0.0])
-    ideal = ideal_assignment(100.0, np.array([50.0, 50]), np.array([100.0, 100]),
-                             np.array([90.0, 10]), np.array([0.0, 40]), np.array([True, True]))
-    assert ideal.tolist() == pytest.approx([50.0, 50.0])  # B is offered all that is left
+    amount = to_obtain(tree, MEM_CLUSTER, _mems(100, 90, 10), _mems(40, 0, 40), ON)
+    assert amount[:, 1].tolist() == pytest.approx([0.0, 2.0, 0.0])
+    ideal = ideal_assignment(MEM_CLUSTER, _mems(50, 50), _mems(100, 100), _mems(90, 10),
+                             _mems(0, 40), np.array([True, True]))
+    assert ideal[:, 1].tolist() == pytest.approx([50.0, 50.0])  # B gets all that is left
 
 
 def test_preemption_dead_zone() -> None:
     tree = parse_inline("a:50,b:50")
-    amount = to_obtain(tree, 100.0, np.array([100.0, 54, 46]), np.array([10.0, 0, 10]),
-                       PreemptionSettings(enabled=True))
+    amount = to_obtain(tree, MEM_CLUSTER, _mems(100, 54, 46), _mems(10, 0, 10), ON)
     assert amount.sum() == 0.0  # 54 <= 50 * 1.1
 
 
-def test_selection_counts_earlier_picks_and_skips_am() -> None:
+def test_dominant_preemption_adds_resources_not_shares() -> None:
+    """A full 100-cpu/100-GB cluster: A runs cpu-heavy (1 cpu, 0.25 GB) and memory-heavy
+    (0.25 cpu, 1 GB) containers, 40 of each, 50 cpu / 50 GB in all, at its 50% guarantee;
+    B runs the same, and only A asks for more.  Nobody is below its guarantee, so nothing
+    is preempted.  Adding up per-container dominant shares (1% each) would count 80% for
+    each queue and 160% for the cluster, and ask both to give some back."""
+    tree = parse_inline("a:50,b:50")
+    cluster = np.array([100.0, 100.0, 0.0])
+    half = np.array([50.0, 50.0, 0.0])
+    used = np.array([cluster, half, half])
+    pending = np.array([[10.0, 2.5, 0.0], [10.0, 2.5, 0.0], [0.0, 0.0, 0.0]])
+    amount = to_obtain(tree, cluster, used, pending, ON, dominant=True)
+    assert not amount.any()
+
+
+def test_dominant_preemption_golden_in_proportion() -> None:
+    """Cpu and memory in proportion: A is 30 over its ideal, the round allows 10 (0.1 of
+    the cluster), scaled 10/30, times 0.2: 2 of each resource."""
+    tree = parse_inline("a:50,b:50")
+    cluster = np.array([100.0, 100.0, 0.0])
+    used = np.array([[90.0, 90.0, 0.0], [80.0, 80.0, 0.0], [10.0, 10.0, 0.0]])
+    pending = np.array([[40.0, 40.0, 0.0], [0.0, 0.0, 0.0], [40.0, 40.0, 0.0]])
+    amount = to_obtain(tree, cluster, used, pending, ON, dominant=True)
+    assert amount[1].tolist() == pytest.approx([2.0, 2.0, 0.0])
+    assert amount[[0, 2]].tolist() == [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+
+
+def _rc(dominant: bool = False) -> Calculator:
+    return Calculator(dominant, np.array([100.0, 100.0, 0.0]))
+
+
+def test_selection_takes_newest_first_until_covered_and_skips_am() -> None:
     order = np.array([3, 2, 1, 0])
-    size = np.ones(4)
+    size = np.tile(_mem(1.0), (4, 1))
     is_am = np.array([True, False, False, False])
-    assert select(2.0, order, size, np.zeros(4, bool), is_am).tolist() == [3, 2]
-    earlier = np.array([False, True, False, False])
-    assert select(2.0, order, size, earlier, is_am).tolist() == [1, 3]
-    assert select(9.0, order, size, np.zeros(4, bool), is_am).tolist() == [3, 2, 1]
+    budget = _mem(10.0)
+    assert select(_mem(2.0), order, size, is_am, budget, _rc()) == [3, 2]
+    assert budget[1] == 8.0  # the round's allowance shrinks with what is taken
+    assert select(_mem(9.0), order, size, is_am, _mem(10.0), _rc()) == [3, 2, 1]  # no AM
+    assert select(_mem(1.5), order, size, is_am, _mem(10.0), _rc()) == [3, 2]  # overshoot
+
+
+def test_selection_respects_the_round_allowance() -> None:
+    order = np.array([0, 1])
+    size = np.array([_mem(3.0), _mem(1.0)])
+    no_am = np.zeros(2, dtype=bool)
+    assert select(_mem(4.0), order, size, no_am, _mem(2.0), _rc()) == [1]  # 3 GB > 2 left
+
+
+def test_dominant_selection_needs_a_positive_contribution() -> None:
+    """Only cpu is to be obtained: a memory-only container lowers no resource still to
+    obtain and is skipped (tryPreemptContainerAndDeductResToObtain after YARN-8292 compares
+    componentwiseMax(toObtain, 0) before and after)."""
+    order = np.array([0, 1])
+    size = np.array([_mem(5.0), np.array([2.0, 0.0, 0.0])])
+    no_am = np.zeros(2, dtype=bool)
+    got = select(np.array([2.0, 0.0, 0.0]), order, size, no_am, np.full(3, 50.0), _rc(True))
+    assert got == [1]
+
+
+def test_containers_larger_than_the_round_allowance_are_never_taken() -> None:
+    """Dominant calculator: fitsIn(container, total_preemption_per_round x cluster) must
+    hold in every resource (10 cpu = 10% of the cluster; the 12-cpu container is left)."""
+    order = np.array([0, 1])
+    size = np.array([[12.0, 1.0, 0.0], [4.0, 1.0, 0.0]])
+    no_am = np.zeros(2, dtype=bool)
+    budget = np.array([10.0, 10.0, 0.0])
+    assert select(np.array([3.0, 0.5, 0.0]), order, size, no_am, budget, _rc(True)) == [1]
+
+
+def test_marks_kill_after_the_wait_and_expire_after_twice_the_wait() -> None:
+    """preemptOrkillSelectedContainerAfterWait / cleanupStaledPreemptionCandidates."""
+    timer = PreemptionTimer(parse_inline("a:50,b:50"), PreemptionSettings(enabled=True))
+    rows, start = np.array([7, 8]), np.array([0.0, 0.0])
+    assert timer._mark_or_kill(3.0, rows, start, [0, 1]).tolist() == []
+    assert timer._mark_or_kill(15.0, rows, start, [0]).tolist() == []  # 3 + 15 > 15
+    assert timer._mark_or_kill(18.0, rows, start, [0]).tolist() == [0]
+    assert 8 in timer.marked  # not selected since 3 s, kept until 3 + 2 x 15
+    assert timer._mark_or_kill(34.0, rows, start, []).tolist() == [] and not timer.marked
+    # a re-placed task is a new container: an old mark of its row does not count
+    timer._mark_or_kill(40.0, rows, start, [0])
+    assert timer._mark_or_kill(55.0, rows, np.array([50.0, 0.0]), [0]).tolist() == []
 
 
 def _xml(tmp_path: Path, props: dict[str, str]) -> Path:

@@ -204,3 +204,52 @@ def test_replay_invariants(name: str, case: dict, tmp_path_factory: pytest.TempP
     assert_same_tables(root / "a", root / "b")
     metrics = pl.read_parquet(root / "a" / "metrics.parquet")
     assert not np.any(metrics["value"].drop_nulls().is_nan().to_numpy())
+
+
+def _contended(directory: Path) -> Path:
+    """One 40-cpu/40-GB node.  Queue a fills it from t=0-1 with cpu-heavy (3 cpu, 1 GB) and
+    memory-heavy (1, 3) tasks and asks for more; queue b bursts at t=10 with as many of
+    the same.  Every task outlasts the replay."""
+    shapes = [(3.0, 1.0), (1.0, 3.0)]
+    tasks = [{"task_id": f"{q}{i}", "job_id": f"j{q}",
+              "submit_s": 10.0 if q == "b" else float(i > 0), "duration_s": 1000.0,
+              "cpu": shapes[i % 2][0], "mem": shapes[i % 2][1]}
+             for q in "ab" for i in range(30)]
+    jobs = [{"job_id": f"j{q}", "user": f"u{q}", "queue": q, "submit_s": 0.0} for q in "ab"]
+    return write_trace(directory, [{"machine_id": "m0", "cpu": 40.0, "mem": 40.0}], tasks,
+                       jobs)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_preemptions_per_task_are_bounded_on_a_contended_case(name: str,
+                                                              tmp_path: Path) -> None:
+    """What the published rules allow a faithful model to do on :func:`_contended`.
+
+    - Each preempted attempt ran at least the policy's kill wait: the scheduler warns a
+      container and kills it a fixed time later (CapacityScheduler: selected again
+      ``max_wait_before_kill`` after its first mark, which comes at a monitor round after
+      it started; FairScheduler: ``waitTimeBeforeKill`` after the warning).
+    - Each task is preempted at most once: b takes back the room a holds beyond its share
+      (the room freed goes to the starved queue first: PriorityUtilizationQueueOrdering
+      serves the queue under its guarantee, assignPreemptedContainers the starved
+      application); once both hold their share nothing is taken (a queue within its
+      guarantee's dead zone, or at its fair share, is not preempted), and no task ends
+      before the horizon, so a preempted task never runs again.
+    A policy without a profile never preempts.
+    """
+    profile = POLICIES[name].preemption_profile
+    params = dict(profile.params) if profile else {}
+    result = replay(_contended(tmp_path / "trace"), name, params, 0, tmp_path / "run",
+                    horizon_s=900.0)
+    tr = pl.read_parquet(tmp_path / "run" / "task_runs.parquet")
+    if profile is None:
+        assert result.metrics["preemptions"] == 0
+        return
+    hit = tr.filter(pl.col("preemptions") > 0)
+    assert hit.height > 0  # the case does contend
+    assert hit["preemptions"].max() <= 1
+    assert (hit["wasted_s"] >= profile.kill_wait_s * hit["preemptions"] - EPS).all()
+    held = tr.filter(pl.col("start_s").is_not_null()).group_by("queue").agg(
+        pl.col("cpu").sum(), pl.col("mem").sum())
+    b = held.filter(pl.col("queue").str.ends_with("b")).row(0, named=True)
+    assert b["cpu"] >= 20.0 - 3.0 and b["mem"] >= 20.0 - 3.0  # its half, less one task

@@ -141,18 +141,22 @@ def test_max_resources_caps_a_queue(tmp_path: Path) -> None:
 @pytest.mark.parametrize("preemption", [False, True])
 def test_fair_share_preemption(tmp_path: Path, preemption: bool) -> None:
     """A fills the cluster; C arrives at 10 s.  With a 5 s timeout and threshold 0.5, C
-    claims 0.5 x its 2/3 share (33.3 GiB) from A's youngest containers; A keeps >= 1/3."""
+    claims 0.5 x its 2/3 share (33.3 GiB) at 15 s: floor(33.3) = 33 one-GiB requests
+    (getStarvedResourceRequests), A's containers warned then and killed 15 s later
+    (waitTimeBeforeKill), at 30 s; C starts on the freed room; A keeps >= 1/3."""
     trace = _trace(tmp_path, 100, 100, 10.0)
     params = dict(QUEUES, preemption=preemption, fair_share_preemption_timeout_s=5.0)
-    result = replay(trace, "fair-scheduler", params, 0, tmp_path / "run", horizon_s=30.0)
+    result = replay(trace, "fair-scheduler", params, 0, tmp_path / "run", horizon_s=40.0)
     tr = pl.read_parquet(tmp_path / "run" / "task_runs.parquet")
     running = dict(tr.filter(pl.col("start_s").is_not_null()).group_by("queue").len()
                    .iter_rows())
     if not preemption:
         assert running == {"root.A": 100} and result.metrics["preemptions"] == 0
         return
-    assert result.metrics["preemptions"] == 34
-    assert running == {"root.A": 66, "root.C": 34}
+    assert result.metrics["preemptions"] == 33
+    assert running == {"root.A": 67, "root.C": 33}
+    hit = tr.filter(pl.col("preemptions") > 0)
+    assert hit["wasted_s"].unique().to_list() == [30.0]  # ran 0..30: warned at 15
 
 
 @pytest.mark.parametrize(("policy", "expected"), [("fair", {"j1": 5, "j2": 5}),

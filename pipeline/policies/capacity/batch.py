@@ -9,6 +9,7 @@ they are not "active" either (in Hadoop a user becomes active through an activat
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,34 +21,63 @@ if TYPE_CHECKING:
     from pipeline.policies.capacity.policy import CapacityScheduler
 
 
-def kernel_inputs(p: CapacityScheduler, req: np.ndarray, jobs: np.ndarray,
-                  leaf: np.ndarray, pair_used: np.ndarray, run_job: np.ndarray,
-                  cluster: np.ndarray, free: np.ndarray) -> tuple:
-    """Arguments of :func:`~pipeline.policies.capacity.kernel.allocate` (without ``out``).
+@dataclass
+class Admission:
+    """Which pending requests can be served now, and the AM and application counts behind
+    it (one scheduling point, DEFAULT partition)."""
 
-    ``req`` are the normalised pending requests, ``jobs``/``leaf`` their applications and
-    leaves, ``pair_used`` the normalised use per (leaf, user) pair (prepare.scan_running),
-    ``cluster`` and ``free`` the up nodes' total and free resources (state.up_resources).
-    """
+    am_used: np.ndarray
+    leaf_apps: np.ndarray
+    pair_apps: np.ndarray
+    q_guar: np.ndarray
+    q_max: np.ndarray
+    app_max: np.ndarray
+    user_app_max: np.ndarray
+    am_limit: np.ndarray
+    sel: np.ndarray  # indices of the requests of applications running or allowed to start
+
+
+def admission(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray, run_job: np.ndarray,
+              cluster: np.ndarray) -> Admission:
+    """The started (activated) applications alive now, their AM use and counts, and the
+    pending requests that can be served (see :func:`startable`)."""
     tree, s = p.tree_, p.settings_
     n_leaves, n_users = tree.n_leaves, p.weights_.shape[1]
-    n_pairs = n_leaves * n_users
-    q_used = p.paths_ @ pair_used.reshape(n_leaves, n_users, 3).sum(axis=1)
-    # started (activated) applications alive now: AM use and application counts
     alive = np.empty(len(run_job) + len(jobs), dtype=np.int64)
     alive = alive[:alive_jobs(run_job, jobs, p.started_, p.mark_, alive)]
     alive_leaf = np.take(p.job_leaf_, alive)
     am_used = dense_sum(alive_leaf, np.take(p.am_req_, alive, axis=0), n_leaves)
     leaf_apps = np.bincount(alive_leaf, minlength=n_leaves).astype(np.int64)
-    pair_apps = np.bincount(np.take(p.job_pair_, alive), minlength=n_pairs).astype(np.int64)
+    pair_apps = np.bincount(np.take(p.job_pair_, alive),
+                            minlength=n_leaves * n_users).astype(np.int64)
     q_guar, q_max = p.caps_.effective(0, cluster, p.calc_)
     app_max, user_app_max = p.app_limits(cluster[None, :], [q_guar])
-    leaf_cap, leaf_max = q_guar[tree.leaves], q_max[tree.leaves]
-    am_limit = am_limits(s, leaf_max, p.minimum_, "dominant" if p.calc_ else "default")
-    # pending requests that can be served now
+    am_limit = am_limits(s, q_max[tree.leaves], p.minimum_, "dominant" if p.calc_ else "default")
     closed = (leaf_apps > 0) & (
         (am_used[:, 1] + p.minimum_[1] > am_limit[:, 1] + 1e-9) | (leaf_apps >= app_max))
     sel = np.flatnonzero(startable(p, jobs, leaf_apps, app_max, closed[leaf]))
+    return Admission(am_used, leaf_apps, pair_apps, q_guar, q_max, app_max, user_app_max,
+                     am_limit, sel)
+
+
+def kernel_inputs(p: CapacityScheduler, req: np.ndarray, jobs: np.ndarray,
+                  leaf: np.ndarray, pair_used: np.ndarray, run_job: np.ndarray,
+                  cluster: np.ndarray, free: np.ndarray, adm: Admission | None = None,
+                  ) -> tuple:
+    """Arguments of :func:`~pipeline.policies.capacity.kernel.allocate` (without ``out``).
+
+    ``req`` are the normalised pending requests, ``jobs``/``leaf`` their applications and
+    leaves, ``pair_used`` the normalised use per (leaf, user) pair (prepare.scan_running),
+    ``cluster`` and ``free`` the up nodes' total and free resources (state.up_resources);
+    ``adm``: :func:`admission` of this scheduling point when the caller has it already.
+    """
+    tree, s = p.tree_, p.settings_
+    n_leaves, n_users = tree.n_leaves, p.weights_.shape[1]
+    n_pairs = n_leaves * n_users
+    q_used = p.paths_ @ pair_used.reshape(n_leaves, n_users, 3).sum(axis=1)
+    a = admission(p, jobs, leaf, run_job, cluster) if adm is None else adm
+    leaf_cap, leaf_max = a.q_guar[tree.leaves], a.q_max[tree.leaves]
+    sel = a.sel
     blocks = app_blocks(p, req, jobs, leaf, sel)
     sorted_jobs, pend_mem = blocks[3], blocks[6]
     # per-job memory used by running containers and pending demand (fair ordering only)
@@ -62,10 +92,10 @@ def kernel_inputs(p: CapacityScheduler, req: np.ndarray, jobs: np.ndarray,
     return (np.ascontiguousarray(req), *blocks[:3],
             p.job_pair_[sorted_jobs].astype(np.int64), p.started_[sorted_jobs].copy(),
             run_job_mem, pend_mem + run_job_mem, *blocks[4:6], pair_used, pair_w, pair_left,
-            pair_apps, tree.leaves.astype(np.int64), leaf_cap, leaf_max, s.mulp, s.ulf,
+            a.pair_apps, tree.leaves.astype(np.int64), leaf_cap, leaf_max, s.mulp, s.ulf,
             s.fair, s.size_weight, leaf_active_used, leaf_active_w,
-            leaf_apps, app_max, user_app_max, am_used, am_limit,
-            q_used, q_guar, q_max, tree.parent.astype(np.int64), s.q_kids_lo, s.q_kids,
+            a.leaf_apps, a.app_max, a.user_app_max, a.am_used, a.am_limit,
+            q_used, a.q_guar, a.q_max, tree.parent.astype(np.int64), s.q_kids_lo, s.q_kids,
             s.q_prio, s.q_use_prio, s.q_leaf, p.all_access_, False, free,
             cluster.astype(np.float64), p.minimum_, p.calc_)
 

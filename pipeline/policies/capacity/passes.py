@@ -38,6 +38,7 @@ import numpy as np
 
 from pipeline.policies.capacity.batch import active_users, app_blocks, startable
 from pipeline.policies.capacity.kernel import allocate
+from pipeline.policies.capacity.pending import leaf_pending
 from pipeline.policies.capacity.preemption import PartitionRound
 from pipeline.policies.capacity.prepare import alive_jobs, scan_pending, scan_running_parts
 from pipeline.policies.capacity.state import am_limits, dense_sum, up_resources
@@ -191,14 +192,16 @@ def decide_partitioned(p: CapacityScheduler, view: SchedView) -> Decisions:
                                    p.first_seen_, p.job_pair_, p.weights_.size, caps.n_parts,
                                    job_mem, run_req)
     eff = [caps.effective(x, totals[x], p.calc_) for x in range(caps.n_parts)]
+    call = None
+    if len(pend) and nodes.up.any():
+        call = _Call(p, view, req, jobs, pair_used, run_job, totals, free, eff)
+    rounds = _rounds(p, call, run_job, run_part, totals, eff) if p.timer_.due(view.now) else []
     preempt, wake = p.timer_.step(
         view.now, run, np.take(p.job_leaf_, run_job), run_req, np.take(p.job_leaf_, jobs),
-        req, p.first_seen_, p.am_row_, totals.sum(axis=0), p.calc_,
-        _rounds(p, jobs, run_job, run_part, totals, eff))
-    if len(pend) == 0 or not nodes.up.any():
+        req, p.first_seen_, p.am_row_, totals.sum(axis=0), p.calc_, rounds)
+    if call is None:
         p.job_mem_[run_job] = 0.0
         return Decisions(preempt=preempt, wake_at_s=wake)
-    call = _Call(p, view, req, jobs, pair_used, run_job, totals, free, eff)
     newly = False
     for x in range(caps.n_parts):
         call.run(x, call.sel[call.part[call.sel] == x], ignore=False)
@@ -215,19 +218,30 @@ def decide_partitioned(p: CapacityScheduler, view: SchedView) -> Decisions:
         wake = float(np.nextafter(view.now, np.inf))  # eligible now: try them next instant
     if not call.out_req:
         return Decisions(preempt=preempt, wake_at_s=wake)
+    placed = int(call.placed.sum())
+    wake = p.timer_.after_placement(wake, placed, len(pend) - placed)
     return Decisions(place_req=np.concatenate(call.out_req),
                      place_node=np.concatenate(call.out_node), preempt=preempt,
                      wake_at_s=wake)
 
 
-def _rounds(p: CapacityScheduler, jobs: np.ndarray, run_job: np.ndarray,
+def _rounds(p: CapacityScheduler, call: _Call | None, run_job: np.ndarray,
             run_part: np.ndarray, totals: np.ndarray,
             eff: list[tuple[np.ndarray, np.ndarray]]) -> list[PartitionRound]:
-    """The preemption monitor's view of each partition with resources."""
+    """The preemption monitor's view of each partition with resources (``call``: this
+    scheduling point's state, None when nothing is pending)."""
     if not p.timer_.s.enabled:
         return []
-    pend_part = np.take(p.job_part_, jobs)
     ignore = (run_part > 0) & (np.take(p.job_part_, run_job) == 0)
-    return [PartitionRound(totals[x], eff[x][0], eff[x][1], np.flatnonzero(run_part == x),
-                           np.flatnonzero(pend_part == x), ignore)
-            for x in range(len(totals)) if totals[x].any()]
+    out = []
+    for x in range(len(totals)):
+        if not totals[x].any():
+            continue
+        demand = np.zeros((p.tree_.n_leaves, 3))
+        if call is not None:
+            sel = call.sel[call.part[call.sel] == x]
+            demand = leaf_pending(p, call.req, call.jobs, sel, call.pair_used[x], eff[x][0],
+                                  eff[x][1], totals[x])
+        out.append(PartitionRound(totals[x], eff[x][0], eff[x][1],
+                                  np.flatnonzero(run_part == x), None, ignore, demand))
+    return out

@@ -31,9 +31,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.policies.base import Param, PolicyBase
+from pipeline.policies.base import Param, PolicyBase, PreemptionProfile
 from pipeline.policies.capacity import config as cfg
-from pipeline.policies.capacity.batch import kernel_inputs
+from pipeline.policies.capacity.batch import admission, kernel_inputs
 from pipeline.policies.capacity.formulas import (
     DEFAULT,
     DOMINANT,
@@ -43,6 +43,7 @@ from pipeline.policies.capacity.formulas import (
 from pipeline.policies.capacity.kernel import allocate
 from pipeline.policies.capacity.partitions import Partitions
 from pipeline.policies.capacity.passes import decide_partitioned
+from pipeline.policies.capacity.pending import leaf_pending
 from pipeline.policies.capacity.preemption import PartitionRound, PreemptionTimer
 from pipeline.policies.capacity.prepare import scan_pending, scan_running
 from pipeline.policies.capacity.report import label_columns
@@ -65,6 +66,12 @@ class CapacityScheduler(PolicyBase):
     source = ("Apache Hadoop 3.3 CapacityScheduler.md; ResourceManager scheduler/capacity "
               "(LeafQueue, UsersManager, ProportionalCapacityPreemptionPolicy)")
     needs_running = True
+    # max_wait_before_kill (15 s): a container is killed only when selected that long
+    # after it was first marked, and it is marked at the earliest at the first round
+    # after it started (ProportionalCapacityPreemptionPolicy)
+    preemption_profile = PreemptionProfile(
+        {"queues": "a:50,b:50", "user_limit_factor": 2, "preemption": True,
+         "resource_calculator": DOMINANT, "max_am_resource_percent": 1.0}, 15.0)
     PARAMS: ClassVar[dict[str, Param]] = {
         "config": Param("", "path of a capacity-scheduler.xml (overrides the inline "
                             "queue settings)", str, file=True),
@@ -168,6 +175,7 @@ class CapacityScheduler(PolicyBase):
         self.nx_since_ = np.zeros(0)  # missed DEFAULT since (passes.py), inf = not
         self.paths_ = conf.tree.leaf_paths_matrix().T.astype(np.float64)
         self.timer_ = PreemptionTimer(conf.tree, conf.preemption)
+        self.last_rows_ = np.zeros(0, dtype=np.int64)  # pending rows at the previous call
         self.weights_ = self._pair_weights(cluster.users)
 
     def _caps_in_units(self, conf: cfg.CapacityConfig, cluster: ClusterInfo) -> QueueCaps:
@@ -252,19 +260,25 @@ class CapacityScheduler(PolicyBase):
         job_mem = self.job_mem_ if self.settings_.fair.any() else self.job_mem_[:0]
         pair_used = scan_running(run_job, run.req, self.minimum_, self.calc_, self.first_seen_,
                                  self.job_pair_, self.weights_.size, job_mem, run_req)
+        serve = len(pend) > 0 and bool(nodes.up.any())
+        adm = admission(self, jobs, pend_leaf, run_job, cluster) if serve else None
         rounds = None
-        if self.caps_.any_absolute and self.timer_.s.enabled:
-            rounds = [PartitionRound(cluster, *self.caps_.effective(0, cluster, self.calc_))]
+        if self.timer_.due(view.now):
+            guar, maxi = self.caps_.effective(0, cluster, self.calc_)
+            demand = (leaf_pending(self, req, jobs, adm.sel, pair_used, guar, maxi, cluster)
+                      if adm is not None else np.zeros((self.tree_.n_leaves, 3)))
+            rounds = [PartitionRound(cluster, guar, maxi, pending=demand)]
         run_leaf = np.take(self.job_leaf_, run_job) if len(run_req) else run_job[:0]
         preempt, wake = self.timer_.step(
             view.now, run, run_leaf, run_req, pend_leaf, req,
             self.first_seen_, self.am_row_, cluster, self.calc_, rounds)
-        if len(pend) == 0 or not nodes.up.any():
+        idle = self.timer_.s.enabled and self._nothing_new(view)  # a monitor wake-up
+        if adm is None or (idle and not len(preempt)):
             if len(job_mem):
                 job_mem[run_job] = 0.0
             return Decisions(preempt=preempt, wake_at_s=wake)
         args = kernel_inputs(self, req, jobs, pend_leaf, pair_used, run_job, cluster,
-                             free)
+                             free, adm)
         out = np.empty(len(req), dtype=np.int64)
         order = out[:allocate(*args, out)]
         # the node must hold the raw request too (it can exceed a capped normalised one)
@@ -273,7 +287,17 @@ class CapacityScheduler(PolicyBase):
         chosen = order[placed]
         self._mark_started(jobs[chosen], np.take(req, chosen, axis=0),
                            pend.take("row", chosen))
+        wake = self.timer_.after_placement(wake, len(chosen), len(pend) - len(chosen))
         return Decisions(place_req=chosen, place_node=node, preempt=preempt, wake_at_s=wake)
+
+    def _nothing_new(self, view: SchedView) -> bool:
+        """Whether no node changed and the same requests wait as at the previous call
+        (a monitor wake-up then finds no more room than that call did, so the assignment
+        pass would place nothing: it is skipped)."""
+        rows = np.asarray(view.pending.row)
+        same = len(view.nodes.changed) == 0 and np.array_equal(rows, self.last_rows_)
+        self.last_rows_ = rows
+        return same
 
     def _mark_started(self, jobs: np.ndarray, req: np.ndarray, rows: np.ndarray) -> None:
         """The first container of a job is its AM (tracereplay's model, see state.py)."""

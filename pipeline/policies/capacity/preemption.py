@@ -1,22 +1,30 @@
 """Cross-queue preemption: ``ProportionalCapacityPreemptionPolicy`` (Hadoop 3.3).
 
 Sources: CapacityScheduler.md "Capacity Scheduler container preemption" (property names and
-defaults) and apache/hadoop ``monitor/capacity/`` (``ProportionalCapacityPreemptionPolicy``,
-``PreemptableResourceCalculator``, ``AbstractPreemptableResourceCalculator``,
-``FifoCandidatesSelector``).  One monitoring round, per level of the queue tree:
+defaults) and apache/hadoop 3.3 ``monitor/capacity/`` (``ProportionalCapacityPreemptionPolicy``,
+``FifoCandidatesSelector``, ``CapacitySchedulerPreemptionUtils``).  Every
+``monitoring_interval`` the monitor computes what each leaf should give back
+(:mod:`.ideal`: ideal assignment, scaling, dead zone, natural termination) and selects,
+from scratch, containers to cover it (``FifoCandidatesSelector.selectCandidates``: the
+round's candidate map is new each round, ``containerBasedPreemptOrKill``):
 
-1. ideal assignment by water-filling (``computeFixpointAllocation``): a queue over its
-   guarantee starts at the guarantee, others at their use; what is left of the parent's
-   ideal is offered to the underserved queues (``ideal < used + pending``) in proportion to
-   their normalised guarantees, lowest ``ideal / guaranteed`` first; a queue accepts
-   ``min(offer, max - ideal, used + pending - ideal, max(used, guaranteed) - ideal)`` (last
-   term for leaves only);
-2. ``needed = sum of max(0, used - ideal)`` over the siblings; above
-   ``total_preemption_per_round * cluster`` everything is scaled by ``allowed / needed``;
-3. per queue ``keep = max(ideal, min(used + pending, guaranteed))`` and
-   ``toBePreempted = (used - keep) * scaling`` when positive;
-4. a leaf acts only when ``used > guaranteed * (1 + max_ignored_over_capacity)`` (dead
-   zone) and then asks for ``toBePreempted * natural_termination_factor``.
+- per leaf, in the ordering policy's preemption order (last application first, newest
+  container first); a container is taken while something is still to obtain
+  (``isAnyMajorResourceAboveZero``), if it fits what is left of
+  ``total_preemption_per_round * cluster`` for the round (``Resources.fitsIn``: every
+  resource with the dominant calculator, so a container larger than that share of the
+  cluster is never taken) and lowers some resource still to obtain
+  (``tryPreemptContainerAndDeductResToObtain``, non-conservative DRF, the default for
+  cross-queue preemption, compares ``componentwiseMax(., 0)`` before and after); the last
+  one may overshoot;
+- ``preemptOrkillSelectedContainerAfterWait``: a selected container seen for the first
+  time is marked with the round's time; a selected container marked at least
+  ``max_wait_before_kill`` ago is killed; a marked container that is not selected again is
+  kept until ``cleanupStaledPreemptionCandidates`` drops marks older than twice the wait.
+
+So a container is only ever killed after it has run ``max_wait_before_kill`` (it can be
+marked at the first round after it starts, at the earliest); a re-placed task is a new
+container and starts that clock again.
 
 With node labels the round runs once per partition (``TempQueuePerPartition``): a queue's
 guarantee and maximum are its label capacities, its use is what runs on that partition's
@@ -26,9 +34,10 @@ the partition.  In a leaf, containers that run on the partition *ignoring exclus
 (``FifoCandidatesSelector`` walks ``getIgnoreExclusivityRMContainers`` before the
 applications), then the others in the usual order.
 
-Choices: amounts are scalars in the calculator's terms (memory for the default calculator,
-dominant share of the partition for the dominant one) rather than per-resource vectors;
-there are no reserved containers or killable containers.
+Choices: there are no reserved or killable containers (lazy preemption is off by default);
+AM containers are never selected (Hadoop takes them last, only while the leaf's AMs exceed
+its AM share); pending demand is what the caller counts (:mod:`.pending`: active
+applications, within user limits).
 """
 
 from __future__ import annotations
@@ -37,9 +46,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipeline.policies.capacity.ideal import TOL, Calculator, positive, to_obtain
+from pipeline.policies.capacity.state import dense_sum
 from pipeline.policies.queues.tree import QueueTree
 
-EPS = 1e-12
+EPS = 1e-9
 
 
 @dataclass(frozen=True)
@@ -55,89 +66,43 @@ class PreemptionSettings:
     natural_termination: float = 0.2
 
 
-def ideal_assignment(total: float, guar: np.ndarray, maxi: np.ndarray, used: np.ndarray,
-                     pending: np.ndarray, leaf: np.ndarray) -> np.ndarray:
-    """Water-filling ideal share of ``total`` among sibling queues (step 1 above).
+def _above_zero(x: np.ndarray, rc: Calculator) -> bool:
+    """``rc.isAnyMajorResourceAboveZero``: memory (default) or any resource (dominant)."""
+    scale = np.where(rc.base > 0, rc.base, 1.0)
+    return bool(x[1] > TOL * scale[1]) if not rc.dominant else bool((x > TOL * scale).any())
 
-    As ``computeFixpointAllocation``: guarantees are normalised over *all* queues still
-    asking, but only the most underserved group (lowest ``ideal / guaranteed``) is offered
-    its share each pass; a queue that accepts nothing leaves the loop.
+
+def _fits(c: np.ndarray, room: np.ndarray, rc: Calculator) -> bool:
+    """``Resources.fitsIn(rc, c, room)``: memory (default) or every resource (dominant)."""
+    slack = TOL * np.where(rc.base > 0, rc.base, 1.0)
+    return bool(c[1] <= room[1] + slack[1]) if not rc.dominant else bool(
+        (c <= room + slack).all())
+
+
+def select(amount: np.ndarray, order: np.ndarray, size: np.ndarray, is_am: np.ndarray,
+           budget: np.ndarray, rc: Calculator) -> list[int]:
+    """Containers (positions in ``order``) selected to give back ``amount`` (one leaf).
+
+    ``order`` lists the leaf's running containers in preemption order, ``size`` their
+    resources; ``budget`` is what is left of the round's total preemption allowance (updated
+    in place).  As ``tryPreemptContainerAndDeductResToObtain``: resources with nothing to
+    obtain do not count, a container is taken only if it fits the budget and lowers some
+    resource still to obtain, and selection stops once nothing is left.
     """
-    ideal = np.where(used > guar, guar, used).astype(np.float64)
-    unassigned = total - ideal.sum()
-    want = used + pending
-    active = (ideal < want - EPS) & (guar > 0)
-    tol = max(total, 1.0) * 1e-9
-    for _ in range(10_000):  # geometric convergence; Hadoop stops at whole MB
-        if not active.any() or unassigned <= tol:
-            break
-        rel = ideal / np.maximum(guar, EPS)
-        low = active & (rel <= rel[active].min() + 1e-12)
-        offer = np.where(low, unassigned * guar / guar[active].sum(), 0.0)
-        accept = np.minimum.reduce([offer, maxi - ideal, want - ideal,
-                                    np.where(leaf, np.maximum(used, guar) - ideal, np.inf)])
-        accept = np.where(low, np.maximum(accept, 0.0), 0.0)
-        ideal += accept
-        unassigned -= accept.sum()
-        active &= ~(low & (accept <= tol))
-    zero = (guar <= 0) & (ideal < want - EPS)
-    if zero.any() and unassigned > tol:  # zero-guarantee queues share what is left equally
-        extra = np.minimum(unassigned / zero.sum(), want - ideal)
-        ideal = np.where(zero, ideal + np.maximum(extra, 0.0), ideal)
-    return ideal
-
-
-def to_obtain(tree: QueueTree, cluster: float, used: np.ndarray, pending: np.ndarray,
-              s: PreemptionSettings, guar: np.ndarray | None = None,
-              maxi: np.ndarray | None = None) -> np.ndarray:
-    """Amount each queue should give back this round (0 for non-leaves), steps 1-4.
-
-    ``guar``/``maxi`` are the queues' guarantees and maxima in the same terms as
-    ``cluster`` (default: the tree's shares of ``cluster``).
-    """
-    guar = tree.abs_cap * cluster if guar is None else guar
-    maxi = tree.abs_max * cluster if maxi is None else maxi
-    ideal = np.zeros(tree.n_queues)
-    ideal[0] = cluster
-    out = np.zeros(tree.n_queues)
-    allowed = cluster * s.per_round
-    for p, kids_t in enumerate(tree.children):
-        if not kids_t:
-            continue
-        kids = np.array(kids_t)
-        ideal[kids] = ideal_assignment(ideal[p], guar[kids], maxi[kids], used[kids],
-                                       pending[kids], tree.is_leaf[kids])
-        needed = np.maximum(used[kids] - ideal[kids], 0.0).sum()
-        scale = allowed / needed if needed > allowed else 1.0
-        keep = np.maximum(ideal[kids], np.minimum(used[kids] + pending[kids], guar[kids]))
-        out[kids] = np.maximum(used[kids] - keep, 0.0) * scale
-    over = used > guar * (1.0 + s.dead_zone) + EPS
-    return np.where(tree.is_leaf & over, out * s.natural_termination, 0.0)
-
-
-def select(amount: float, order: np.ndarray, size: np.ndarray, selected: np.ndarray,
-           is_am: np.ndarray) -> np.ndarray:
-    """Containers (positions in ``order``) marked to give back ``amount`` (FifoCandidatesSelector).
-
-    ``order`` lists the leaf's running containers in preemption order (last application
-    first, newest container first).  Already selected containers count first; non-AM
-    containers are then added while something is still to obtain (so the last one may
-    overshoot); AM containers are never selected (Hadoop takes them last).
-    """
-    left = amount
-    chosen = []
+    left = np.where(amount == 0, -TOL * np.where(rc.base > 0, rc.base, 1.0), amount)
+    chosen: list[int] = []
     for i in order.tolist():
-        if selected[i]:
-            left -= size[i]
-            chosen.append(i)
-    for i in order.tolist():
-        if left <= EPS:
+        if not _above_zero(left, rc):
             break
-        if selected[i] or is_am[i]:
+        if is_am[i] or not _fits(size[i], budget, rc):
             continue
+        after = left - size[i]
+        if not rc.gt(np.maximum(left, 0.0), np.maximum(after, 0.0))[0]:
+            continue  # no resource still to obtain goes down (YARN-8292)
+        left = after
+        budget -= size[i]
         chosen.append(i)
-        left -= size[i]
-    return np.array(chosen, dtype=np.int64)
+    return chosen
 
 
 @dataclass
@@ -146,7 +111,9 @@ class PartitionRound:
 
     ``guar``/``maxi``: per-queue resource vectors; ``run``/``pend``: indices of the running
     containers on the partition's nodes and of the pending requests asking for it;
-    ``ignore``: per running container, whether it was placed ignoring exclusivity.
+    ``ignore``: per running container, whether it was placed ignoring exclusivity;
+    ``pending``: (n_leaves, 3) pending demand per leaf as the monitor counts it
+    (:mod:`.pending`), instead of the sum of the requests ``pend``.
     """
 
     cluster: np.ndarray
@@ -155,23 +122,28 @@ class PartitionRound:
     run: np.ndarray | None = None
     pend: np.ndarray | None = None
     ignore: np.ndarray | None = None
+    pending: np.ndarray | None = None
 
 
 class PreemptionTimer:
     """Runs the monitor every ``interval_s`` and kills containers selected long enough.
 
-    ``marked`` maps a running task's trace row to when it was first selected; each round
-    the selection is recomputed, containers no longer selected are forgotten, and those
-    selected for ``wait_before_kill_s`` or more are preempted (the core re-queues them and
-    counts the lost run time as wasted work).
+    ``marked`` maps a running task's trace row to (when its container was first marked,
+    the container's start): a re-placed task is a new container, so a mark only counts
+    for the container it was made for.
     """
 
     def __init__(self, tree: QueueTree, settings: PreemptionSettings) -> None:
         self.tree = tree
         self.s = settings
         self.next_s = 0.0
-        self.marked: dict[int, float] = {}
+        self.marked: dict[int, tuple[float, float]] = {}
         self.paths = tree.leaf_paths_matrix().T.astype(np.float64)
+        self.prio = np.array([tree.prop(i, "priority", 0) for i in range(tree.n_queues)])
+
+    def due(self, now: float) -> bool:
+        """Whether a monitor round runs at ``now`` (callers gather its inputs only then)."""
+        return self.s.enabled and now >= self.next_s - 1e-9
 
     def step(self, now: float, run: object, run_leaf: np.ndarray, run_req: np.ndarray,
              pend_leaf: np.ndarray, pend_req: np.ndarray, first_seen: np.ndarray,
@@ -186,68 +158,74 @@ class PreemptionTimer:
         if not self.s.enabled:
             return empty, None
         out = empty
-        if now >= self.next_s - 1e-9:
+        if self.due(now):
             out = self._round(now, run, run_leaf, run_req, pend_leaf, pend_req, first_seen,
                               am_row, calc, parts or [PartitionRound(cluster)])
             self.next_s = (np.floor(now / self.s.interval_s + 1e-9) + 1) * self.s.interval_s
-        busy = len(run_leaf) > 0 and (len(pend_leaf) > 0 or self.marked)
+        busy = len(run_leaf) > 0 and (len(pend_leaf) > 0 or bool(self.marked))
         wake = float(self.next_s) if busy else None
         if len(out):  # freed resources go out at the next heartbeat, not the next round
             wake = float(np.nextafter(now, np.inf))
         return out, wake
 
-    def _scalar(self, x: np.ndarray, cluster: np.ndarray, calc: int) -> np.ndarray:
-        if calc == 0:
-            return x[:, 1]
-        has = cluster > 0
-        return (x[:, has] / cluster[has]).max(axis=1) if has.any() else np.zeros(len(x))
+    def after_placement(self, wake: float | None, placed: int, waiting: int,
+                        ) -> float | None:
+        """The wake-up once the call's placements are known: containers placed while
+        requests still wait need the next round, even when nothing ran before the call
+        (``step`` only saw the containers already running)."""
+        if self.s.enabled and placed and waiting and (wake is None or wake > self.next_s):
+            return float(self.next_s)
+        return wake
 
-    def _amounts(self, part: PartitionRound, run_leaf, run_req, pend_leaf, pend_req,
-                 calc) -> tuple[np.ndarray, np.ndarray]:
-        """(amount per queue to obtain, size of every running container) in one partition."""
+    def _amounts(self, part: PartitionRound, run_leaf: np.ndarray, run_req: np.ndarray,
+                 pend_leaf: np.ndarray, pend_req: np.ndarray, calc: int) -> np.ndarray:
+        """(n_queues, 3) amounts to obtain in one partition."""
         n_l = self.tree.n_leaves
-        cluster = part.cluster
-        total = float(cluster[1]) if calc == 0 else 1.0
-        size = self._scalar(run_req, cluster, calc)
-        if part.run is None:
-            used = self.paths @ np.bincount(run_leaf, size, n_l)
-            pending = self.paths @ np.bincount(pend_leaf, self._scalar(pend_req, cluster, calc),
-                                               n_l)
+        run = slice(None) if part.run is None else part.run
+        used = self.paths @ dense_sum(run_leaf[run], run_req[run], n_l)
+        if part.pending is not None:
+            leaf_pending = part.pending
         else:
-            used = self.paths @ np.bincount(run_leaf[part.run], size[part.run], n_l)
-            pending = self.paths @ np.bincount(
-                pend_leaf[part.pend], self._scalar(pend_req[part.pend], cluster, calc), n_l)
-        guar = maxi = None
-        if part.guar is not None and part.maxi is not None:
-            guar = self._scalar(part.guar, cluster, calc)
-            maxi = self._scalar(part.maxi, cluster, calc)
-        return to_obtain(self.tree, total, used, pending, self.s, guar, maxi), size
+            pend = slice(None) if part.pend is None else part.pend
+            leaf_pending = dense_sum(pend_leaf[pend], pend_req[pend], n_l)
+        return to_obtain(self.tree, part.cluster, used, self.paths @ leaf_pending, self.s,
+                         part.guar, part.maxi, calc == 1, self.prio)
 
     def _round(self, now: float, run, run_leaf, run_req, pend_leaf, pend_req,
                first_seen, am_row, calc, parts: list[PartitionRound]) -> np.ndarray:
         rows = np.asarray(run.row, dtype=np.int64)
         job = np.asarray(run.job, dtype=np.int64)
-        selected = np.isin(rows, np.fromiter(self.marked, np.int64, len(self.marked)))
         is_am = am_row[job] == rows
-        marked: dict[int, float] = {}
+        budget = sum(part.cluster for part in parts) * self.s.per_round
+        chosen: set[int] = set()
         for part in parts:
-            amount, size = self._amounts(part, run_leaf, run_req, pend_leaf, pend_req, calc)
+            amount = self._amounts(part, run_leaf, run_req, pend_leaf, pend_req, calc)
+            rc = Calculator(calc == 1, np.asarray(part.cluster, dtype=np.float64))
             for pos, q in enumerate(self.tree.leaves.tolist()):
-                if amount[q] <= 0:
+                if not amount[q].any() or not positive(amount[q], rc.base, rc.dominant):
                     continue
                 order = self._order(part, pos, run, run_leaf, rows, job, first_seen)
-                for i in select(float(amount[q]), order, size, selected, is_am).tolist():
-                    marked[int(rows[i])] = self.marked.get(int(rows[i]), now)
-        self.marked = marked
-        if self.s.observe_only:
+                chosen.update(select(amount[q], order, run_req, is_am, budget, rc))
+        if self.s.observe_only:  # "return before any action is taken"
             return np.zeros(0, dtype=np.int64)
-        keys = np.fromiter(marked, np.int64, len(marked))
-        since = np.fromiter(marked.values(), np.float64, len(marked))
-        ripe = keys[now - since >= self.s.wait_before_kill_s - 1e-9]
-        due = np.flatnonzero(np.isin(rows, ripe)).astype(np.int64)  # in running order
-        for r in rows[due].tolist():
-            del self.marked[r]
-        return due
+        return self._mark_or_kill(now, rows, np.asarray(run.start_s), sorted(chosen))
+
+    def _mark_or_kill(self, now: float, rows: np.ndarray, start: np.ndarray,
+                      chosen: list[int]) -> np.ndarray:
+        """``preemptOrkillSelectedContainerAfterWait`` then ``cleanupStaled...``: running
+        indices (running order) whose container was marked ``wait_before_kill_s`` ago."""
+        wait = self.s.wait_before_kill_s
+        due = []
+        for i in chosen:
+            row, began = int(rows[i]), float(start[i])
+            mark = self.marked.get(row)
+            if mark is None or mark[1] != began:  # first selection of this container
+                self.marked[row] = (now, began)
+            elif mark[0] + wait <= now + 1e-9:
+                due.append(i)
+                del self.marked[row]
+        self.marked = {r: m for r, m in self.marked.items() if m[0] + 2 * wait >= now - 1e-9}
+        return np.array(due, dtype=np.int64)
 
     @staticmethod
     def _order(part: PartitionRound, pos: int, run, run_leaf, rows, job, first_seen,

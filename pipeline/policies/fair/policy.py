@@ -25,13 +25,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.policies.base import Param, PolicyBase
+from pipeline.policies.base import Param, PolicyBase, PreemptionProfile
 from pipeline.policies.drf import inverse_capacity
 from pipeline.policies.fair.apps import AppNumbering
 from pipeline.policies.fair.config import NEVER, UNLIMITED, QueueSetup, build
 from pipeline.policies.fair.kernel import fair_fill, leaf_usage
 from pipeline.policies.fair.limits import AppLimits, am_limits, increments
-from pipeline.policies.fair.preempt import choose_victims, starved_claims
+from pipeline.policies.fair.preempt import WAIT_BEFORE_KILL_S, FairPreemption
+from pipeline.policies.fair.reclaim import preempt_step
 from pipeline.policies.fair.settings import fair_file_settings
 from pipeline.policies.fair.shares import tree_shares
 from pipeline.policies.nodeindex import NodeIndex
@@ -39,11 +40,6 @@ from pipeline.policies.queues.report import queue_rows
 from pipeline.policies.settings import Setting
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 
-UTILIZATION_THRESHOLD = 0.8  # yarn.scheduler.fair.preemption.cluster-utilization-threshold
-# The core applies preemptions before this call's placements, but the node index only sees
-# the freed room in the next view: ask for a call right after (the core rounds it up to its
-# scheduling grid, like the next NodeManager heartbeat).
-FREED_DELAY_S = 1e-6
 _NO_STARTED = np.ones(1, dtype=np.bool_)  # kernel arguments when no AM limit is checked
 _NO_AM = np.zeros((1, 3))
 
@@ -57,6 +53,11 @@ class FairScheduler(PolicyBase):
     source = ("Apache Hadoop 3.3 FairScheduler.md and scheduler/fair (ComputeFairShares, "
               "FairSharePolicy, DominantResourceFairnessPolicy, FSLeafQueue starvation and "
               "canRunAppAM, MaxRunningAppsEnforcer)")
+    # waitTimeBeforeKill: containers are warned, then killed 15 s later (FSPreemptionThread)
+    preemption_profile = PreemptionProfile(
+        {"queues": "a:1w,b:1w", "default_policy": "drf", "preemption": True,
+         "fair_share_preemption_timeout_s": 5.0, "fair_share_preemption_threshold": 1.0},
+        WAIT_BEFORE_KILL_S)
     PARAMS: ClassVar[dict[str, Param]] = {
         "allocation_file": Param("", "fair-scheduler.xml allocation file (Hadoop 3.3 format)",
                                  str, file=True),
@@ -126,7 +127,8 @@ class FairScheduler(PolicyBase):
         self.leaf_table_ = qs.placement.table(cluster.users, cluster.queues)
         self.index_ = NodeIndex(cluster.n_nodes)
         self.apps_ = AppNumbering()
-        self.since_ = np.full((qs.tree.n_leaves, 2), np.nan)
+        self.preempt_ = FairPreemption(qs.tree.n_leaves)
+        self.am_row_ = np.full(1024, -1, dtype=np.int64)  # first container of each job
         self.last_fair_ = np.zeros((qs.tree.n_queues, 3))
 
     def decide(self, view: SchedView) -> Decisions:
@@ -143,7 +145,11 @@ class FairScheduler(PolicyBase):
         demand = usage + paths.T @ pend_use
         out = Decisions()
         if self.preemption:
-            out = self._preempt(view, run_leaf, usage, demand, min_share, total)
+            out = preempt_step(self, view, run_leaf, pend_leaf, usage, demand, min_share,
+                               max_share, total)
+            if len(out.preempt):  # kills, and the freed room handed over (reclaim.py)
+                self._note_first(pending.job, pending.row, out.place_req)
+                return out
         pend_queue, req_job, req = tree.leaves[pend_leaf], pending.job, pending.req
         lim, sel, check_am, may_start = self.limits_, None, False, False
         am_used, am_limit = _NO_AM, _NO_AM
@@ -183,7 +189,27 @@ class FairScheduler(PolicyBase):
             lim.note_started(req_job[placed], req[placed])
         out.place_req = placed if sel is None else sel[placed]
         out.place_node = out_node[:c]
+        if self.preemption:
+            self._note_first(pending.job, pending.row, out.place_req)
         return out
+
+    def grow_am_rows(self, jobs: np.ndarray) -> None:
+        """Size ``am_row_`` to the largest job code in ``jobs`` (doubling)."""
+        top = int(jobs.max()) + 1 if len(jobs) else 0
+        if top > len(self.am_row_):
+            more = max(top, 2 * len(self.am_row_)) - len(self.am_row_)
+            self.am_row_ = np.concatenate([self.am_row_, np.full(more, -1, np.int64)])
+
+    def _note_first(self, jobs: np.ndarray, rows: np.ndarray, placed: np.ndarray) -> None:
+        """Remember the first container of each job placed now: its AM (which preemption
+        takes last, ``getRunningContainersWithAMsAtTheEnd``)."""
+        if not len(placed):
+            return
+        j = np.asarray(jobs, dtype=np.int64)[placed]
+        self.grow_am_rows(j)
+        uniq, first = np.unique(j, return_index=True)
+        new = self.am_row_[uniq] < 0
+        self.am_row_[uniq[new]] = np.asarray(rows, dtype=np.int64)[placed][first[new]]
 
     def _instant_fair(self, total: np.ndarray, demand: np.ndarray) -> np.ndarray:
         """Instantaneous fair shares (active: queues with pending or running work), kept
@@ -211,26 +237,6 @@ class FairScheduler(PolicyBase):
         qs = self.queues_
         low, high = qs.resources(total, self.mem_unit_mb)
         return tree_shares(qs.tree.children, qs.weight, low, high, total, active)
-
-    def _preempt(self, view: SchedView, run_leaf: np.ndarray, usage: np.ndarray,
-                 demand: np.ndarray, min_share: np.ndarray, total: np.ndarray) -> Decisions:
-        qs, tree, running = self.queues_, self.queues_.tree, view.running
-        assert running is not None
-        fair = self._instant_fair(total, demand)
-        claims, wake = starved_claims(view.now, tree.leaves, qs.kind, usage, demand, fair,
-                                      min_share, qs.fs_threshold, qs.fs_timeout,
-                                      qs.ms_timeout, self.since_)
-        alloc = view.nodes.alloc[view.nodes.up].sum(axis=0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            util = np.nanmax(np.where(total[:2] > 0, alloc[:2] / total[:2], 0.0))
-        victims = np.zeros(0, dtype=np.int64)
-        if util >= UTILIZATION_THRESHOLD:
-            victims = choose_victims(running, run_leaf, claims, usage, fair, qs.kind,
-                                     qs.preemptable, tree.leaves)
-        if len(victims):  # the freed room is offered at the next scheduling point
-            wake = view.now + FREED_DELAY_S if wake is None else min(wake, view.now +
-                                                                     FREED_DELAY_S)
-        return Decisions(preempt=victims, wake_at_s=wake)
 
     # -- reporting hooks (shared queue infrastructure) -------------------------------------
     def assigned_queues(self, user: np.ndarray, queue: np.ndarray
