@@ -313,10 +313,22 @@ def load(
         paths = [*sweep_runs(params), *paths]
     result = run_load(paths, db, baseline=baseline)
     if summary is not None:
-        loaded = {k: result[k] for k in ("rows", "views")}
-        loaded["run_ids"] = sorted(result["run_ids"])
-        write_json_atomic(summary, loaded)
+        write_json_atomic(summary, load_summary(paths, result))
     typer.echo(json.dumps(result, default=str))
+
+
+def load_summary(paths: list[Path], result: dict[str, Any]) -> dict[str, Any]:
+    """What a load put in the warehouse, the same for the same results: rows, views, and each
+    run's content digest (run ids stay when only the code that made a run changed)."""
+    from pipeline.trace.identity import files_digest
+
+    runs = {}
+    for path in paths:
+        meta = json.loads((Path(path) / "run.json").read_text())
+        files = [f for f in sorted(Path(path).rglob("*")) if f.is_file()
+                 and f.name != "provenance.json"]
+        runs[str(meta["run_id"])] = files_digest(Path(path), files)
+    return {"rows": result["rows"], "views": result["views"], "runs": dict(sorted(runs.items()))}
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:

@@ -7,6 +7,8 @@ import io
 import json
 from pathlib import Path
 
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
@@ -72,3 +74,30 @@ def test_sql_unknown_name_lists_the_known_ones(warehouse: Path) -> None:
     assert "Traceback" not in result.output
     bad = CliRunner().invoke(app, ["sql", "--db", str(warehouse), "runs", "--format", "xml"])
     assert bad.exit_code == 1 and "formats: table, csv, json, markdown" in bad.output
+
+
+def test_load_summary_follows_run_contents_not_only_ids(tmp_path: Path) -> None:
+    """dvc reruns the report when the summary changes: a run redone by other code keeps its
+    run id, so the summary must say that its contents changed."""
+    runs = demo_runs(tmp_path)
+    summary = tmp_path / "loaded.json"
+
+    def load_once() -> dict:
+        result = CliRunner().invoke(app, ["load", *map(str, runs), "--db",
+                                          str(tmp_path / "w.duckdb"), "--summary", str(summary)])
+        assert result.exit_code == 0, result.output
+        return json.loads(summary.read_text())
+
+    first = load_once()
+    assert load_once() == first  # the same runs, the same summary
+    (runs[0] / "provenance.json").write_text('{"wall_s": 99}')
+    assert load_once() == first  # provenance is not content
+    metrics = runs[0] / "metrics.parquet"
+    table = pq.read_table(metrics)
+    fair = pc.equal(table["metric"], "jain_fairness")  # other code, other results, same id
+    values = pc.if_else(fair, pc.multiply(table["value"], 0.5), table["value"])
+    pq.write_table(table.set_column(table.schema.get_field_index("value"), "value", values),
+                   metrics)
+    changed = load_once()
+    assert changed["rows"] == first["rows"] and changed["runs"].keys() == first["runs"].keys()
+    assert changed != first

@@ -49,8 +49,19 @@ def content_digest(directory: Path, manifest: dict[str, Any] | None = None) -> s
     directory = Path(directory)
     if manifest is None:
         manifest = read_manifest_json(directory)
+    digest = _files(directory, table_files(directory))
+    digest.update(json.dumps(replay_fields(manifest), sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def files_digest(directory: Path, files: list[Path]) -> str:
+    """sha256 (hex) over ``files``' paths (relative to ``directory``) and bytes, in order."""
+    return _files(directory, files).hexdigest()
+
+
+def _files(directory: Path, files: list[Path]) -> Any:
     digest = hashlib.sha256()
-    for path in table_files(directory):
+    for path in files:
         digest.update(str(path.relative_to(directory)).encode() + b"\0")
         try:
             with open(path, "rb") as fh:
@@ -58,8 +69,7 @@ def content_digest(directory: Path, manifest: dict[str, Any] | None = None) -> s
                     digest.update(block)
         except OSError as exc:
             raise TraceError(f"cannot read ({exc.strerror or exc})", path) from exc
-    digest.update(json.dumps(replay_fields(manifest), sort_keys=True).encode())
-    return digest.hexdigest()
+    return digest
 
 
 def read_manifest_json(directory: Path) -> dict[str, Any] | None:
