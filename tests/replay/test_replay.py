@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -202,3 +203,34 @@ def test_ingested_traces_state_their_window_and_are_trusted_as_validated(
     edited = replay(tmp_path / "t", "yarn-uniform", {}, 0, tmp_path / "r2")
     assert checked == [tmp_path / "t"] and edited.run["trace_validated"] is False
     assert edited.run_id != first.run_id
+
+
+def test_every_policy_pays_for_the_same_fixed_cluster_over_the_window(tmp_path: Path) -> None:
+    """The issue's reproduction, small: censored services evicted by machine outages used to
+    run on past the window and every machine was billed until the last one ended."""
+    from pipeline.generate import generate
+    from pipeline.ingest.stage import ingest
+    from pipeline.policies import POLICIES
+    from pipeline.sim.cluster import up_periods
+
+    generate(tmp_path / "raw", "google2011", machines=24, hours=6, seed=2)
+    ingest("google2011", tmp_path / "raw", tmp_path / "t")
+    machines = pl.read_parquet(tmp_path / "t" / "machines.parquet")
+    down = (pl.read_parquet(tmp_path / "t" / "machine_downtime.parquet")
+            if (tmp_path / "t" / "machine_downtime.parquet").exists() else None)
+    index = {m: i for i, m in enumerate(machines["machine_id"].to_list())}
+    periods = up_periods(
+        machines["added_s"].to_numpy(), machines["removed_s"].fill_null(np.nan).to_numpy(),
+        np.array([index[m] for m in down["machine_id"]] if down is not None else [], np.int64),
+        down["down_s"].to_numpy() if down is not None else np.zeros(0),
+        down["up_s"].fill_null(np.nan).to_numpy() if down is not None else np.zeros(0))
+    window = 6 * 3600.0
+    up_hours = sum(min(e, window) - min(s, window) for _, s, e in periods) / 3600
+    assert up_hours <= 24 * 6
+    for policy in sorted(POLICIES):
+        result = replay(tmp_path / "t", policy, {}, 0, tmp_path / policy)
+        m = result.metrics
+        assert m["node_hours"] == pytest.approx(up_hours), policy
+        assert result.run["measured"]["to_s"] == window
+        for name in ("backlog_tasks", "backlog_task_s", "tasks_unfinished", "tasks_censored"):
+            assert m[name] is not None and m[name] >= 0, (policy, name)
