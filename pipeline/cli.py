@@ -83,12 +83,27 @@ def generate(
     machines: Annotated[int, typer.Option(help="Number of machines.")] = 200,
     hours: Annotated[float, typer.Option(help="Length of the trace window in hours.")] = 24.0,
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same bytes).")] = 0,
+    load: Annotated[float, typer.Option(
+        help="Offered load: requested cpu x run time over the cluster's cpu, on average "
+             "(the diurnal peak is 4/3 of it).")] = 0.65,
+    burst_load: Annotated[float, typer.Option(
+        help="google2011: a tenant's burst of batch work, extra cpu load while it lasts "
+             "(0 = none).")] = 0.0,
+    burst_start_h: Annotated[float, typer.Option(help="google2011: when the burst starts.")
+                             ] = 13.0,
+    burst_hours: Annotated[float, typer.Option(help="google2011: how long it lasts.")] = 3.0,
+    burst_user: Annotated[str, typer.Option(
+        help="google2011: the bursting user's name (default: the most active user).")] = "",
 ) -> None:
     """Write a synthetic trace in the raw published layout of FMT, shaped on the real trace."""
     from pipeline.generate import generate as run_generate
 
-    typer.echo(json.dumps(run_generate(out, fmt, machines=machines, hours=hours, seed=seed),
-                          default=str))
+    options: dict[str, Any] = {"load": load}
+    if burst_load != 0:  # (a negative one is refused with the reason)
+        options.update(burst_load=burst_load, burst_start_h=burst_start_h,
+                       burst_hours=burst_hours, burst_user=burst_user)
+    typer.echo(json.dumps(run_generate(out, fmt, machines=machines, hours=hours, seed=seed,
+                                       **options), default=str))
 
 
 @app.command()

@@ -19,7 +19,8 @@ from pipeline.errors import UsageError
 
 # section -> known keys (the stage's options; see dvc.yaml for where each is used)
 SECTIONS: dict[str, tuple[str, ...]] = {
-    "generate": ("format", "machines", "hours", "seed"),
+    "generate": ("format", "machines", "hours", "seed", "load", "burst_load", "burst_start_h",
+                 "burst_hours", "burst_user"),
     "ingest": ("traces",),
     "sweep": ("traces", "runs_dir", "seeds", "policies", "clusters", "drain"),
     "load": ("db", "baseline"),

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pipeline.errors import UsageError
 from pipeline.generate.alibaba2018 import generate_alibaba2018
+from pipeline.generate.burst import Burst
 from pipeline.generate.google2011 import generate_google2011
 from pipeline.ingest.window import GENERATED
 from pipeline.trace.io import atomic_dir
@@ -47,6 +48,7 @@ def generate(out: Path, fmt: str, machines: int = 200, hours: float = 24.0, seed
     load = options.get("load", 0.65)
     if not isinstance(load, int | float) or not 0 < load <= 10:
         raise UsageError(f"must be a number in (0, 10], got {load!r}", field="load")
+    _check_burst(options, hours)
     accepted = set(inspect.signature(GENERATORS[fmt]).parameters) - {"out", "machines",
                                                                       "hours", "seed"}
     unknown = sorted(set(options) - accepted)
@@ -62,3 +64,18 @@ def generate(out: Path, fmt: str, machines: int = 200, hours: float = 24.0, seed
                   "window_start_s": 0.0, "window_end_s": float(hours) * 3600.0}
         (tmp / GENERATED).write_text(json.dumps(stated, indent=1, sort_keys=True) + "\n")
     return {"out": str(out), "seed": int(seed), **summary}
+
+
+def _check_burst(options: dict[str, object], hours: float) -> None:
+    """A one-line error for a burst that cannot be (negative, empty, after the window)."""
+    keys = ("burst_load", "burst_start_h", "burst_hours", "burst_user")
+    if not any(k in options for k in keys):
+        return
+    given = {k.removeprefix("burst_"): options[k] for k in keys if k in options}
+    try:
+        burst = Burst(**given)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc), field="--burst-*") from None
+    if burst.load > 0 and burst.start_h >= hours:
+        raise UsageError(f"the burst starts at {burst.start_h:g} h, after the {hours:g} h "
+                         "window", field="--burst-start-h")

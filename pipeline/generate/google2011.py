@@ -31,6 +31,7 @@ import polars as pl
 from isal import igzip
 
 from pipeline.generate import shapes as sh
+from pipeline.generate.burst import Burst
 
 WINDOW_OFFSET_US = 600_000_000
 USAGE_PERIOD_S = 300.0
@@ -56,13 +57,17 @@ ENDS = (sh.FINISH, sh.KILL, sh.LOST)
 
 def generate_google2011(out: Path, machines: int = 200, hours: float = 24.0, seed: int = 0,
                         load: float = 0.65, usage: bool = False,
-                        rows_per_part: int = ROWS_PER_PART) -> dict:
+                        rows_per_part: int = ROWS_PER_PART, burst_load: float = 0.0,
+                        burst_start_h: float = 13.0, burst_hours: float = 3.0,
+                        burst_user: str = "") -> dict:
     """Write a synthetic clusterdata-2011-2 trace into directory ``out``; return a summary.
 
     ``usage`` adds ``task_usage``; ``rows_per_part`` sets about how many task_events rows
-    a part holds (the public trace: ~290k over 500 parts).
+    a part holds (the public trace: ~290k over 500 parts); ``burst_*`` add a tenant's burst
+    of batch work (:mod:`pipeline.generate.burst`; ``burst_load`` 0 = none).
     """
-    gen = _Generator(machines, hours * 3600.0, seed, load, usage, rows_per_part)
+    gen = _Generator(machines, hours * 3600.0, seed, load, usage, rows_per_part,
+                     Burst(burst_load, burst_start_h, burst_hours, burst_user))
     return gen.write(Path(out))
 
 
@@ -141,9 +146,11 @@ class _Generator:
     """One trace: the cluster, the users, the arrival rate and the parts' time bounds."""
 
     def __init__(self, machines: int, window_s: float, seed: int, load: float,
-                 usage: bool, rows_per_part: int) -> None:
-        streams = np.random.SeedSequence([seed, 2011]).spawn(4)
-        self.rng, rng_cluster, self.rng_usage, rng_pilot = (
+                 usage: bool, rows_per_part: int, burst: Burst) -> None:
+        # (a fifth stream for the burst leaves the first four, and traces without one, as
+        # they were)
+        streams = np.random.SeedSequence([seed, 2011]).spawn(5)
+        self.rng, rng_cluster, self.rng_usage, rng_pilot, self.rng_burst = (
             np.random.default_rng(s) for s in streams)
         self.window_s, self.usage = window_s, usage
         self.cpu_text, self.cpu_val, self.cpu_p = _palette(sh.GOOGLE_CPU_REQUESTS)
@@ -169,6 +176,13 @@ class _Generator:
         self.bounds = sh.diurnal_bounds(window_s, parts, USAGE_PERIOD_S)
         self.rows = {"task_events": 0, "job_events": 0, "task_usage": 0}
         self.ran_cpu_s = 0.0
+        self.burst = burst
+        self.burst_user = int(np.argmax(self.user_p))  # the trace's most active user
+        if burst.load > 0 and burst.user:  # a tenant of its own, added to the users
+            self.users = pl.concat([self.users, pl.Series([burst.user])])
+            self.burst_user = len(self.users) - 1
+        self.burst_rate = burst.job_rate(self.cpu.sum(), self._burst_cpu_s()) if (
+            burst.load > 0) else 0.0
 
     # --- cluster, users -------------------------------------------------------------------
 
@@ -261,6 +275,34 @@ class _Generator:
         jobs.names = sh.hashed_strings(rng, n)
         jobs.job_id = sh.unique_ids(rng, n, 3_400_000, self.next_job)
         jobs.at_start = True
+        return jobs
+
+    def _burst_cpu_s(self, n: int = 20_000) -> float:
+        """Mean requested cpu x run time of one burst job (Monte Carlo)."""
+        jobs = self._burst_jobs(np.zeros(n))
+        run = sh.task_durations(self.rng_burst, jobs.duration_s[np.repeat(
+            np.arange(n), jobs.n_tasks)])
+        cpu = np.repeat(self.cpu_val[jobs.requests[0]], jobs.n_tasks)
+        return float((cpu * run).sum() / n)
+
+    def _burst_jobs(self, submit_s: np.ndarray) -> _Jobs:
+        """Jobs of the bursting user: the trace's shapes, each run capped at the burst."""
+        jobs = self._jobs(self.rng_burst, submit_s)
+        jobs.user[:] = self.burst_user
+        jobs.duration_s = np.minimum(jobs.duration_s, self.burst.hours * 3600.0)
+        jobs.kill_s = submit_s + sh.job_kill_delays(self.rng_burst, jobs.duration_s)
+        return jobs
+
+    def _burst_arrivals(self, part: int) -> _Jobs | None:
+        """The burst's jobs submitted in part ``part`` (None outside the burst)."""
+        lo, hi = self.burst.overlap(self.bounds[part], self.bounds[part + 1])
+        if self.burst_rate <= 0 or hi <= lo:
+            return None
+        n = self.rng_burst.poisson(self.burst_rate * (hi - lo))
+        jobs = self._burst_jobs(np.sort(self.rng_burst.uniform(lo, hi, n)))
+        jobs.names = sh.hashed_strings(self.rng_burst, n)
+        jobs.job_id = self.next_job + np.cumsum(self.rng_burst.integers(1, 700, n))
+        self.next_job = int(jobs.job_id[-1]) if n else self.next_job
         return jobs
 
     def _arrivals(self, part: int) -> _Jobs:
@@ -483,6 +525,9 @@ class _Generator:
         arriving = self._arrivals(p)
         if arriving.n_tasks.size:
             batches.append((arriving, *self._attempts(arriving)))
+        burst = self._burst_arrivals(p)
+        if burst is not None and burst.n_tasks.size:
+            batches.append((burst, *self._attempts(burst)))
         return batches
 
     def _route(self, pending: _Pending, jobs: _Jobs, tasks: dict, att: dict) -> None:

@@ -12,6 +12,7 @@ existing ``dask.distributed`` scheduler given by address.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -60,7 +61,8 @@ def run_dask(specs: Sequence[RunSpec], scheduler: str | None = None, workers: in
     if scheduler is None:
         n = workers or max(1, min(len(specs), os.cpu_count() or 1))
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=40)
+                               dashboard_address=None,
+                               silence_logs=logging.CRITICAL)  # shutdown chatter is noise
         client = Client(cluster)
     else:
         client = Client(scheduler, timeout="30s")
