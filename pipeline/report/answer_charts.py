@@ -18,8 +18,9 @@ CLUSTER_ROW = alt.Row("cluster:N", title=None, sort=["fixed", "elastic"],
 
 def savings_chart(settings: pl.DataFrame, labels: Sequence[str]) -> alt.FacetChart:
     """Per setting, the share of the status quo's cost it saves (negative = costs more),
-    fixed and elastic clusters apart, each bar labelled with dollars saved per day; bars of
-    settings that slow the work beyond the tolerance are hatched grey."""
+    one panel per cluster, each bar labelled with dollars saved per day; bars of settings
+    that slow the work beyond the tolerance are faded.  A cluster whose settings all cost
+    the same (the fixed cluster: the same machines) has nothing to show and is left out."""
     rows = palette.with_setting(settings).select(
         "label", "setting", pl.col("cluster_mode").fill_null("fixed").alias("cluster"),
         pl.col("cost_saved_pct").cast(pl.Float64), pl.col("saved_usd_per_day"),
@@ -32,6 +33,11 @@ def savings_chart(settings: pl.DataFrame, labels: Sequence[str]) -> alt.FacetCha
         pl.when(pl.col("qualifies")).then(pl.lit("within tolerance"))
         .otherwise(pl.lit("slows the work")).alias("verdict"),
     )
+    differs = rows.group_by("cluster").agg(
+        (pl.col("cost_saved_pct").abs() >= 0.05).any().alias("shows"))
+    shown = differs.filter(pl.col("shows"))["cluster"]
+    if len(shown):
+        rows = rows.filter(pl.col("cluster").is_in(shown.implode()))
     y = alt.Y("setting:N", title=None, sort="-x", axis=alt.Axis(labelLimit=420))
     x = alt.X("cost_saved_pct:Q", title="saved against the status quo (% of its cost)",
               scale=alt.Scale(domainMin=min(0.0, float(rows["cost_saved_pct"].min() or 0))),

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from pipeline.report.data import mean_over_seeds
+from pipeline.report.tables import duration
 
 DAY_S = 86_400.0
 MONTH_DAYS = 30.0
@@ -116,8 +117,8 @@ def _sentence(ref: dict[str, object], choice: dict[str, object] | None,
         f"{_num(choice['node_hours_saved'])} node-hours and {_usd(choice['cost_saved_usd'])} "
         f"saved, {_usd(per_day)} per day, {_usd(per_day * MONTH_DAYS)} per 30-day month of "
         f"this workload, with p95 job completion {_change(choice['jct_p95_change_pct'])} "
-        f"(within {tol}), and tasks waiting {_num(choice['wait_p95_s'])} s at p95 instead "
-        f"of {_num(ref['wait_p95_s'])} s."
+        f"(within {tol}), and tasks waiting {_time(choice['wait_p95_s'])} at p95 instead "
+        f"of {_time(ref['wait_p95_s'])}."
     )
 
 
@@ -138,6 +139,10 @@ def _penalty(row: dict[str, object], tolerance: float) -> str:
         return f"its p95 job completion is {_change(change)}"
     return (f"it leaves {_num((row['backlog_task_s'] or 0) / 3600)} task-hours of work "
             "undone at the window's end")
+
+
+def _time(seconds: object) -> str:
+    return "n/a" if seconds is None else duration(seconds)
 
 
 def _change(pct: object) -> str:

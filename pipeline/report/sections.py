@@ -117,8 +117,9 @@ def answer_note(baseline: str, tolerance: float) -> str:
     return (
         f"The status quo is {baseline} on the trace's own machines (the fixed cluster), "
         "paid for over the trace's window. On the fixed cluster every policy pays for the "
-        "same machines, so its savings are zero by construction: what differs there is "
-        "job time, waiting, fairness and the work left undone. A setting is within "
+        "same machines, so its savings are zero by construction (the chart leaves that "
+        "panel out): what differs there is job time, waiting, fairness and the work left "
+        "undone. A setting is within "
         f"tolerance when its p95 job time is at most {tol} above the status quo's and it "
         f"leaves at most {tol} more work undone at the window's end (faded bars: beyond). "
         "Saved per day divides the saving by the window's length; a month is 30 days."
