@@ -182,6 +182,7 @@ class Alibaba2017:
                 pl.col("end_time").cast(pl.Float64).alias("end_raw"),
                 pl.col("cpu_avg").alias("cpu_used"), pl.col("mem_avg").alias("mem_used"),
                 pl.lit(file, pl.Int64).alias("file"), pl.col("_line").alias("line"),
+                pl.col("machine_id").cast(pl.String),
             )
             parts.append(scratch / "attempts" / f"part-{k:05d}.parquet")
             fuxi.normalize_attempts(raw, self.window_end_s).write_parquet(parts[-1])

@@ -218,6 +218,7 @@ class Alibaba2018:
                 fuxi.per_hundred("cpu_avg").alias("cpu_used"),
                 fuxi.per_hundred("mem_avg").alias("mem_used"),
                 pl.lit(file, pl.Int64).alias("file"), pl.col("_line").alias("line"),
+                pl.col("machine_id").cast(pl.String),
             )
             parts.append(scratch / "attempts" / f"part-{k:05d}.parquet")
             fuxi.normalize_attempts(raw, self.window_end_s).write_parquet(parts[-1])
@@ -263,6 +264,7 @@ def container_tasks(rows: pl.DataFrame, ledger: Ledger,
         "container_id", maintain_order=True
     ).agg(
         pl.col("app_du").first(), pl.col("time_stamp").min().alias("first"),
+        pl.col("machine_id").drop_nulls().first().alias("machine_id"),
         pl.col("time_stamp").max().alias("last"), valid_cpu.max().alias("cpu"),
         valid_mem.max().alias("mem"),
         (valid_cpu.drop_nulls().n_unique() + valid_mem.drop_nulls().n_unique() > 2)
@@ -284,5 +286,7 @@ def container_tasks(rows: pl.DataFrame, ledger: Ledger,
         submit.alias("submit_s"), (end - submit).cast(pl.Float64).alias("duration_s"),
         "cpu", "mem", pl.lit(0.0).alias("gpu"), pl.lit("censored").alias("end_event"),
         pl.lit("online").alias("queue"),
+        pl.col("machine_id").cast(pl.String).alias("recorded_machine_id"),
+        submit.alias("recorded_start_s"),
     ).sort("task_id")
 

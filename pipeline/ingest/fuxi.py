@@ -59,7 +59,8 @@ RECORD_SCHEMA: dict[str, pl.DataType] = {
     "cpu": pl.Float64(), "mem": pl.Float64(), "gpu": pl.Float64(),
     "cpu_used": pl.Float64(), "mem_used": pl.Float64(), "end_event": pl.String(),
     "trace_attempts": pl.Int32(), "trace_lost_s": pl.Float64(),
-    "depends_on": pl.List(pl.String()),
+    "depends_on": pl.List(pl.String()), "recorded_machine_id": pl.String(),
+    "recorded_start_s": pl.Float64(),
 }
 
 
@@ -131,6 +132,8 @@ def normalize_attempts(raw: pl.DataFrame, window_end_s: float) -> pl.DataFrame:
     return timed(raw, window_end_s).select(
         "job_id", "task_name", "instance", "seq_no", "file", "line", "start_s", "duration_s",
         "end_event", "drop_reason", *FLAGS, bad.alias("rep_invalid_usage"),
+        pl.col("machine_id").cast(pl.String) if "machine_id" in raw.columns
+        else pl.lit(None, pl.String).alias("machine_id"),
         pl.when(bad).then(None).otherwise(cpu).alias("cpu_used"),
         pl.when(bad).then(None).otherwise(mem).alias("mem_used"),
     )
@@ -197,4 +200,6 @@ def _expand(tasks: pl.DataFrame) -> pl.DataFrame:
         "cpu", "mem", pl.lit(0.0).alias("gpu"), pl.lit(None).alias("cpu_used"),
         pl.lit(None).alias("mem_used"), "end_event", pl.lit(None).alias("trace_attempts"),
         pl.lit(None).alias("trace_lost_s"), pl.lit(None).alias("depends_on"),
+        # batch_task alone says when, not where: the task's start, no machine
+        pl.lit(None).alias("recorded_machine_id"), pl.col("submit_s").alias("recorded_start_s"),
     ).cast(RECORD_SCHEMA)

@@ -15,6 +15,9 @@ create (2017) time; the instance start when that is earlier (repair
 trace or unknown (repair ``submit_from_instance_start``, counted when the instance started
 inside the trace).
 
+Where and when the trace ran each instance (``recorded_machine_id``, ``recorded_start_s``):
+the machine and start of the attempt that gives its times (for the ``recorded`` replay).
+
 Dependencies (:func:`add_dependencies`): every instance of a child task must wait for all
 instances of its parent tasks (trace_2018.md 2.3), which is instances x instances edges (1000 x
 1000 is a million).  A parent task with at most ``direct_limit`` emitted instances is listed
@@ -45,7 +48,8 @@ INSTANCE_REPAIRS = (
 )
 CANONICAL = (
     "task_id, job_id, task_name, queue, submit_s, duration_s, cpu, mem, gpu, cpu_used, "
-    "mem_used, end_event, trace_attempts, trace_lost_s, depends_on"
+    "mem_used, end_event, trace_attempts, trace_lost_s, depends_on, recorded_machine_id, "
+    "recorded_start_s"
 )
 
 
@@ -90,7 +94,8 @@ INSTANCE_REPAIR_COUNTS = """SELECT count_if(rep_started_before_trace),
 INSTANCE_OUT = """COPY (SELECT job_id || '/' || task_name || '/' || instance AS task_id,
     job_id, task_name, 'batch' AS queue, submit_s, duration_s, cpu, mem, 0.0 AS gpu, cpu_used,
     mem_used, end_event, CAST(trace_attempts AS INTEGER) AS trace_attempts, trace_lost_s,
-    CAST(NULL AS VARCHAR[]) AS depends_on
+    CAST(NULL AS VARCHAR[]) AS depends_on,
+    CAST(machine_id AS VARCHAR) AS recorded_machine_id, start_s AS recorded_start_s
     FROM rec WHERE reason IS NULL ORDER BY task_id) TO '{out}' (FORMAT parquet)"""
 
 # -- dependencies -----------------------------------------------------------------------------
@@ -116,7 +121,9 @@ BARRIERS = """CREATE OR REPLACE TABLE barrier AS
            0.0 AS cpu, 0.0 AS mem, 0.0 AS gpu, CAST(NULL AS DOUBLE) AS cpu_used,
            CAST(NULL AS DOUBLE) AS mem_used, 'finished' AS end_event,
            CAST(0 AS INTEGER) AS trace_attempts, CAST(NULL AS DOUBLE) AS trace_lost_s,
-           list(p.task_id ORDER BY p.task_id) AS depends_on, true AS synthetic
+           list(p.task_id ORDER BY p.task_id) AS depends_on,
+           CAST(NULL AS VARCHAR) AS recorded_machine_id, CAST(NULL AS DOUBLE) AS recorded_start_s,
+           true AS synthetic
     FROM r p JOIN ptask t USING (job_id, task_name)
     SEMI JOIN (SELECT DISTINCT job_id, parent_name AS task_name FROM e WHERE n > {limit})
       USING (job_id, task_name)

@@ -16,12 +16,12 @@ from pipeline.policies.capacity import CapacityScheduler
 from pipeline.policies.drf import DominantResourceFairness
 from pipeline.policies.fair import FairScheduler
 from pipeline.policies.packing import ContainerPacking
+from pipeline.policies.reference import RecordedCluster
 from pipeline.policies.uniform import YarnUniform
 
 POLICIES: dict[str, type[PolicyBase]] = {
     cls.name: cls for cls in (YarnUniform, ContainerPacking, DominantResourceFairness,
-                          FairScheduler,
-                          CapacityScheduler)
+                          FairScheduler, CapacityScheduler, RecordedCluster)
 }
 
 __all__ = ["POLICIES", "Param", "PolicyBase", "PreemptionProfile", "describe_policies",

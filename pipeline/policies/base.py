@@ -102,6 +102,12 @@ class PolicyBase:
     source: ClassVar[str] = ""
     PARAMS: ClassVar[dict[str, Param]] = {}
     needs_running: ClassVar[bool] = False
+    # the cluster kinds the policy can run on (a reference replay of the trace's own
+    # placements needs the trace's machines)
+    clusters: ClassVar[tuple[str, ...]] = ("fixed", "elastic")
+    # True for a reference that is not a deployable choice (it knows the trace's own
+    # decisions): reports show it beside the policies but never recommend it
+    reference: ClassVar[bool] = False
     # None: the policy never preempts (the conformance suite then expects no preemption)
     preemption_profile: ClassVar[PreemptionProfile | None] = None
 

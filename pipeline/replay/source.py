@@ -25,7 +25,8 @@ from pipeline.trace.schema import DEFAULTS, TASKS
 
 BATCH_ROWS = 1 << 18
 SIM_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu", "cpu_used",
-               "mem_used", "inputs", "depends_on", "priority", "end_event")
+               "mem_used", "inputs", "depends_on", "priority", "end_event",
+               "recorded_machine_id", "recorded_start_s")
 IDENTITY_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu",
                     "cpu_used", "mem_used", "end_event")
 
@@ -68,6 +69,8 @@ class TraceInput:
         except (ValueError, TypeError) as exc:
             raise TraceError(f"unreadable manifest ({exc})", manifest_path) from exc
         self._digest: str | None = None
+        self._node_keys: pa.Array | None = None
+        self._node_vals = np.zeros(0, dtype=np.int32)
         if not self.validated:  # as ingest wrote and validated it: nothing to check again
             quick_check(self.dir)  # refuse what `validate` refuses, cheaply, before replaying
         self.machines = read_table(self.dir, "machines")
@@ -214,9 +217,25 @@ class TraceInput:
             used=np.column_stack([_f64(t["cpu_used"], np.nan), _f64(t["mem_used"], np.nan)]),
             user=self.job_user[job_idx], queue=self.job_queue[job_idx],
             job=job_idx.astype(np.int32), priority=prio, censored=censored(t["end_event"]),
+            recorded_start=_f64(t["recorded_start_s"], np.nan),
+            recorded_node=self._nodes_of(t["recorded_machine_id"], node_of),
         )
         self._sparse(t, batch, node_of, parents)
         return batch
+
+    def _nodes_of(self, machine_ids: pa.ChunkedArray,
+                  node_of: dict[str, int] | None) -> np.ndarray:
+        """Node slots of machine ids (-1: none, unknown, or a cluster without the trace's
+        machines)."""
+        n = len(machine_ids)
+        if node_of is None or machine_ids.null_count == n:
+            return np.full(n, -1, dtype=np.int32)
+        if self._node_keys is None:
+            self._node_keys = pa.array(list(node_of), pa.string())
+            self._node_vals = np.array(list(node_of.values()), dtype=np.int32)
+        found = pc.index_in(machine_ids, value_set=self._node_keys).combine_chunks()
+        index = np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), np.int64)
+        return np.where(index >= 0, self._node_vals[np.maximum(index, 0)], -1).astype(np.int32)
 
     def _check(self, offset: int, submit: np.ndarray, duration: np.ndarray,
                req: np.ndarray) -> None:

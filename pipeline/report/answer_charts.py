@@ -24,13 +24,14 @@ def savings_chart(settings: pl.DataFrame, labels: Sequence[str]) -> alt.FacetCha
     rows = palette.with_setting(settings).select(
         "label", "setting", pl.col("cluster_mode").fill_null("fixed").alias("cluster"),
         pl.col("cost_saved_pct").cast(pl.Float64), pl.col("saved_usd_per_day"),
-        pl.col("qualifies").fill_null(False),
+        pl.col("qualifies"),
     ).with_columns(
         pl.when(pl.col("cost_saved_pct").abs() < 0.05).then(pl.lit("0 (same machines)"))
         .otherwise(pl.format("{}%  ${}/day", pl.col("cost_saved_pct").round(1),
                              pl.col("saved_usd_per_day").round(0).cast(pl.Int64)))
         .alias("text"),
-        pl.when(pl.col("qualifies")).then(pl.lit("within tolerance"))
+        pl.when(pl.col("qualifies").is_null()).then(pl.lit("reference, not a choice"))
+        .when(pl.col("qualifies")).then(pl.lit("within tolerance"))
         .otherwise(pl.lit("slows the work")).alias("verdict"),
     )
     differs = rows.group_by("cluster").agg(
@@ -45,7 +46,8 @@ def savings_chart(settings: pl.DataFrame, labels: Sequence[str]) -> alt.FacetCha
     bars = alt.Chart().mark_bar().encode(
         x=x, y=y, color=palette.color(labels, legend=None),
         opacity=alt.Opacity("verdict:N", scale=alt.Scale(
-            domain=["within tolerance", "slows the work"], range=[1.0, 0.35]),
+            domain=["within tolerance", "slows the work", "reference, not a choice"],
+            range=[1.0, 0.35, 0.6]),
             legend=alt.Legend(title=None, orient="bottom")),
         tooltip=["label:N", alt.Tooltip("cost_saved_pct:Q", format=".1f", title="saved %"),
                  alt.Tooltip("saved_usd_per_day:Q", format="$,.0f", title="saved per day"),

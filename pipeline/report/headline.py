@@ -10,6 +10,10 @@ when, on average over seeds,
   ``tolerance`` above the reference's, plus 0.1% of the work the trace offered (so a
   reference that finished everything does not fail every other setting on a few seconds).
 
+A *reference* policy (``recorded``: the trace's own placements, which knows the future) is
+shown beside the settings but never chosen: its ``qualifies`` is null, and the headline adds
+how the real cluster did as a point of comparison.
+
 The headline names the cheapest qualifying setting and its saving in node-hours, dollars
 and percent, per window and per day and 30-day month at the stated price; when nothing is
 cheaper than the reference it says so, and names the cheapest setting overall with the
@@ -50,8 +54,16 @@ def settings_frame(summary: pl.DataFrame, peaks: pl.DataFrame) -> pl.DataFrame:
         runs = runs.with_columns(pl.lit(None, pl.Float64).alias("price_per_hour"))
     means = mean_over_seeds(runs, MEASURES)
     firsts = runs.group_by("label", maintain_order=True).agg(
-        pl.col("cluster_mode").first(), pl.col("policy").first().alias("_p"))
-    return means.join(firsts.drop("_p"), on="label", how="left")
+        pl.col("cluster_mode").first(), pl.col("policy").first())
+    return means.join(firsts, on="label", how="left").with_columns(
+        pl.col("policy").is_in(sorted(reference_policies())).alias("reference"))
+
+
+def reference_policies() -> set[str]:
+    """The registered policies that are references, not choices (``recorded``)."""
+    from pipeline.policies import POLICIES  # the registry, only when a report is made
+
+    return {name for name, cls in POLICIES.items() if cls.reference}
 
 
 def headline(summary: pl.DataFrame, peaks: pl.DataFrame, baseline: str, window_s: float,
@@ -66,11 +78,23 @@ def headline(summary: pl.DataFrame, peaks: pl.DataFrame, baseline: str, window_s
                             pl.lit(None, pl.Boolean).alias("qualifies")))
     ref = fixed.sort("label").row(0, named=True)
     rows = _with_savings(rows, ref, window_s, tolerance)
-    qualifying = rows.filter(pl.col("qualifies")).sort(["cost_usd", "label"])
+    choices = rows.filter(~pl.col("reference"))
+    qualifying = choices.filter(pl.col("qualifies")).sort(["cost_usd", "label"])
     choice = qualifying.row(0, named=True) if qualifying.height else None
-    cheapest = rows.sort(["cost_usd", "label"]).row(0, named=True)
+    cheapest = choices.sort(["cost_usd", "label"]).row(0, named=True)
     sentence = _sentence(ref, choice, cheapest, baseline, window_s, tolerance)
+    recorded = rows.filter(pl.col("reference")).sort("label")
+    if recorded.height:
+        sentence += " " + _as_recorded(recorded.row(0, named=True), ref, baseline)
     return Headline(sentence, ref, choice, rows)
+
+
+def _as_recorded(row: dict[str, object], ref: dict[str, object], baseline: str) -> str:
+    """The reference in words: how the real cluster did, next to the status quo."""
+    return (f"For reference, the real cluster as the trace records it ({row['label']}: each "
+            f"task where and when it ran) started tasks within {_time(row['wait_p95_s'])} "
+            f"at p95 with p95 job completion {_time(row['jct_p95_s'])}; {baseline} on the "
+            f"same machines: {_time(ref['wait_p95_s'])} and {_time(ref['jct_p95_s'])}.")
 
 
 def _with_savings(rows: pl.DataFrame, ref: dict[str, object], window_s: float,
@@ -88,8 +112,9 @@ def _with_savings(rows: pl.DataFrame, ref: dict[str, object], window_s: float,
         (100 * (1 - pl.col("cost_usd") / pl.lit(ref["cost_usd"]))).alias("cost_saved_pct"),
         ((pl.lit(ref["cost_usd"]) - pl.col("cost_usd")) / days).alias("saved_usd_per_day"),
         (100 * (pl.col("jct_p95_s") / pl.lit(ref_jct) - 1)).alias("jct_p95_change_pct"),
-        (jct_ok.fill_null(False) & (pl.col("backlog_task_s").fill_null(0.0) <= undone_cap))
-        .alias("qualifies"),
+        pl.when(pl.col("reference")).then(None).otherwise(
+            jct_ok.fill_null(False)
+            & (pl.col("backlog_task_s").fill_null(0.0) <= undone_cap)).alias("qualifies"),
     )
 
 

@@ -122,7 +122,10 @@ def answer_note(baseline: str, tolerance: float) -> str:
         "undone. A setting is within "
         f"tolerance when its p95 job time is at most {tol} above the status quo's and it "
         f"leaves at most {tol} more work undone at the window's end (faded bars: beyond). "
-        "Saved per day divides the saving by the window's length; a month is 30 days."
+        "Saved per day divides the saving by the window's length; a month is 30 days. "
+        "recorded, where present, replays the trace's own decisions (each task on the "
+        "machine and at the time the trace records): a reference for what the real cluster "
+        "did, never a choice (no tolerance verdict)."
     )
 
 

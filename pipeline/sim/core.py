@@ -299,6 +299,9 @@ class Simulation(Operations):
         t.state[slots] = PENDING
         if self.open_flag and b.censored is not None:
             t.flags[slots[b.censored[local]]] |= CENSORED
+        if b.recorded_start is not None:
+            t.recorded_start[slots] = b.recorded_start[local]
+            t.recorded_node[slots] = b.recorded_node[local]
         if b.deps or b.task_id or b.inputs:
             self._admit_sparse(b, local, slots)
         ok = t.state[slots] == PENDING

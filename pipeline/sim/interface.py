@@ -31,7 +31,8 @@ trace's units; node arrays are indexed by *node slot* ``0..n_nodes-1``, fixed fo
     codes), ``priority``, ``submit_s``, ``ready_s`` (when it became pending: submit, or its
     last parent's end), ``wait_s`` (now - ready), ``attempts`` (starts so far),
     ``inputs_indptr``/``inputs_node`` (CSR list of node slots holding the task's input data),
-    ``row`` (the task's row in the trace, stable across runs).
+    ``row`` (the task's row in the trace, stable across runs), ``recorded_node`` and
+    ``recorded_start_s`` (where and when the trace ran it: -1 / NaN where not recorded).
 ``view.running`` (:class:`RunningView`, only built for policies with ``needs_running =
     True``): the running containers with ``node``, ``req``, ``used``, ``user``, ``queue``,
     ``job``, ``priority``, ``start_s``, ``progress`` (fraction of work done), ``attempts``
@@ -196,6 +197,16 @@ class PendingView(_TaskColumns):
     @cached_property
     def wait_s(self) -> np.ndarray:
         return readonly(self.now - self.ready_s)
+
+    @cached_property
+    def recorded_node(self) -> np.ndarray:
+        """Node slot the trace ran the task on (-1: not recorded, or not a node here)."""
+        return self._take("recorded_node")
+
+    @cached_property
+    def recorded_start_s(self) -> np.ndarray:
+        """When the trace started the task (NaN: not recorded)."""
+        return self._take("recorded_start")
 
     @cached_property
     def _csr(self) -> tuple[np.ndarray, np.ndarray]:

@@ -28,6 +28,8 @@ class TaskBatch:
     job: np.ndarray
     priority: np.ndarray
     censored: np.ndarray | None = None  # bool per row: the trace saw it running at its end
+    recorded_node: np.ndarray | None = None  # node slot the trace ran it on (-1: unknown)
+    recorded_start: np.ndarray | None = None  # when the trace started it (NaN: unknown)
     deps: dict[int, list[str]] = field(default_factory=dict)
     task_id: dict[int, str] = field(default_factory=dict)
     inputs: dict[int, np.ndarray] = field(default_factory=dict)

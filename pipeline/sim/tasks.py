@@ -33,6 +33,8 @@ _TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float]] = {
     "wasted": (np.float64, (), 0.0), "epoch": (np.int64, (), 0),
     "flags": (np.int8, (), 0), "locality": (np.int8, (), -1),
     "last_preempted": (np.bool_, (), False),
+    # where and when the trace ran the task (-1 / NaN: not recorded), for the reference replay
+    "recorded_node": (np.int32, (), -1), "recorded_start": (np.float64, (), np.nan),
 }
 # Bits of ``flags``.  CENSORED: the trace records the task still running at its window's
 # end, so its recorded duration is a lower bound and it runs until the core stops it there.

@@ -13,6 +13,10 @@
         fixed: {kind: fixed}
         elastic: {kind: elastic, min_nodes: 0}
 
+A policy that runs on some cluster kinds only (``recorded``, the trace's own placements,
+needs the trace's machines) gets runs on those kinds only: its other cells are left out of
+the grid rather than failed.
+
 Paths (traces, ``runs_dir``, and file parameters such as capacity-scheduler's ``config``)
 are relative to the directory of params.yaml.
 
@@ -112,16 +116,27 @@ def build_grid(section: Mapping[str, Any], root: Path = Path("."),
             continue
         digest = trace_digest(root / trace_path) + code
         for policy, params in sorted(policies.items()):
+            kinds = _cluster_kinds(policy)
             for combo in expand(params or {}):
                 files = _file_digests(policy, combo, root)
                 for cluster_name, cluster in sorted(clusters.items()):
                     for options in expand(cluster or {}):
                         kind = options.pop("kind", cluster_name)
+                        if kinds is not None and kind not in kinds:
+                            continue  # e.g. recorded on an elastic cluster
                         for seed in seeds:
                             specs.append(_spec(trace, str(root / trace_path), digest, policy,
                                                combo, files, kind, options, seed, runs_dir,
                                                root, drain))
     return specs
+
+
+def _cluster_kinds(policy: str) -> tuple[str, ...] | None:
+    """The cluster kinds ``policy`` runs on (None for an unknown policy: check_specs names it)."""
+    from pipeline.policies import POLICIES
+
+    cls = POLICIES.get(policy)
+    return None if cls is None else cls.clusters
 
 
 def _file_digests(policy: str, params: dict[str, Any], root: Path) -> dict[str, str]:

@@ -9,7 +9,9 @@ Columns beyond the contract (allowed by it) carry what adapters know and replays
 ``priority`` and ``sched_class`` on tasks, ``end_event``/``trace_attempts``/``trace_lost_s``
 describing what the source trace recorded for the task, and ``synthetic`` (true for
 zero-resource barrier tasks an adapter adds to keep large dependency fan-ins linear; replays
-run them but metrics do not count them as work).  ``machine_downtime`` is an optional
+run them but metrics do not count them as work), and ``recorded_machine_id``/
+``recorded_start_s``: where and when the trace says the task's recorded attempt ran (the
+``recorded`` reference replay starts it there and then).  ``machine_downtime`` is an optional
 table of intervals during which a machine was removed from the trace's cluster.
 """
 
@@ -67,6 +69,8 @@ TASKS = pa.schema(
         pa.field("trace_attempts", pa.int32()),
         pa.field("trace_lost_s", pa.float64()),
         pa.field("synthetic", pa.bool_()),
+        pa.field("recorded_machine_id", pa.string()),
+        pa.field("recorded_start_s", pa.float64()),
     ]
 )
 
@@ -92,7 +96,8 @@ CONTRACT_COLUMNS: dict[str, tuple[str, ...]] = {
     "jobs": ("job_id", "user", "queue", "submit_s", "priority", "name"),
     "tasks": (
         "task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu",
-        "cpu_used", "mem_used", "inputs", "depends_on",
+        "cpu_used", "mem_used", "inputs", "depends_on", "recorded_machine_id",
+        "recorded_start_s",
     ),
     "machine_downtime": ("machine_id", "down_s", "up_s"),
 }
@@ -100,7 +105,8 @@ CONTRACT_COLUMNS: dict[str, tuple[str, ...]] = {
 DEFAULTS: dict[str, dict[str, object]] = {
     "machines": {"gpu": 0.0, "rack": None, "speed": 1.0, "added_s": 0.0, "removed_s": None},
     "jobs": {"queue": None, "priority": None, "name": None},
-    "tasks": {"gpu": 0.0, "cpu_used": None, "mem_used": None, "inputs": None, "depends_on": None},
+    "tasks": {"gpu": 0.0, "cpu_used": None, "mem_used": None, "inputs": None, "depends_on": None,
+              "recorded_machine_id": None, "recorded_start_s": None},
     "machine_downtime": {"up_s": None},
 }
 

@@ -63,9 +63,15 @@ def small_trace(draw: st.DrawFn) -> dict:
             deps = [f"t{draw(st.integers(0, j - 1))}"]
             if draw(st.integers(0, 5)) == 0:
                 deps.append("missing-parent")
+        submit = float(draw(st.integers(0, 40)))
+        recorded = draw(st.sampled_from([None, None, 0, 1, 3]))
         tasks.append({
             "task_id": f"t{j}", "job_id": f"j{j % 3}",
-            "submit_s": float(draw(st.integers(0, 40))),
+            "submit_s": submit,
+            # where and when the trace ran it (the reference replay `recorded` uses them)
+            "recorded_machine_id": (f"m{recorded}" if recorded is not None
+                                    and recorded < n_machines else None),
+            "recorded_start_s": None if recorded is None else submit + recorded,
             "duration_s": float(draw(st.integers(1, 30))),
             "cpu": draw(st.sampled_from([0.5, 1.0, 2.0, 3.0, 9.0])),
             "mem": draw(st.sampled_from([1.0, 2.0, 4.0, 6.0])),
@@ -198,6 +204,8 @@ def test_replay_invariants(name: str, case: dict, tmp_path_factory: pytest.TempP
                            ) -> None:
     root = tmp_path_factory.mktemp("case")
     trace = _write(case, root / "trace")
+    if case["cluster"] not in POLICIES[name].clusters:
+        case = {**case, "cluster": POLICIES[name].clusters[0]}
     run = _run(case, trace, root / "a", name)
     check_run(case, root / "a", run["summary"]["end_s"])
     _run(case, trace, root / "b", name)

@@ -166,3 +166,32 @@ def test_queue_report_compares_the_three_schedulers(queue_report: Built) -> None
     assert 0 < float(rows["fair-scheduler"]["Queue fairness (1 = fair)"]) <= 1
     waits = text.split("### How long each queue waited (fixed cluster)")[1].split("###")[0]
     assert "research" in waits and "Wait p95" in waits
+
+
+def test_the_recorded_cluster_is_a_reference_never_the_answer(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """recorded (the trace's own placements) appears beside the policies, with how the real
+    cluster did in the headline, but is never the setting the report recommends."""
+    from pipeline.bench.workload import write_trace
+    from pipeline.replay import replay
+    from pipeline.warehouse import load
+
+    root = tmp_path_factory.mktemp("recorded-report")
+    # the real cluster started every task 120 s after its submit, on machine m1
+    tasks = [{"task_id": f"t{i}", "job_id": f"j{i % 3}", "submit_s": 10.0 * i,
+              "duration_s": 300.0, "cpu": 1.0, "mem": 1.0,
+              "recorded_machine_id": "m1", "recorded_start_s": 10.0 * i + 120.0}
+             for i in range(6)]
+    machines = [{"machine_id": f"m{i}", "cpu": 8.0, "mem": 8.0} for i in range(2)]
+    trace = write_trace(root / "trace", machines, tasks, window_end_s=3600.0)
+    runs = [replay(trace, name, {}, 0, root / "runs" / name).out_dir
+            for name in ("yarn-uniform", "recorded")]
+    load(runs, root / "wh.duckdb")
+    report(root / "wh.duckdb", root / "report")
+    text = (root / "report" / "summary.md").read_text()
+    answer = text.split("### The answer")[1].split("###")[0]
+    assert ("For reference, the real cluster as the trace records it (recorded: each task "
+            "where and when it ran) started tasks within 2.0 min at p95") in answer
+    assert "**recorded" not in answer  # never the recommendation
+    row = next(line for line in answer.splitlines() if line.startswith("| fixed | recorded"))
+    assert row.rstrip().endswith("| \u2013 |")  # no tolerance verdict for a reference

@@ -50,6 +50,16 @@ def test_grid_is_the_full_product_with_stable_keys(trace: Path, tmp_path: Path) 
     assert [s.key for s in build_grid(section, tmp_path)] == [s.key for s in specs]
 
 
+def test_a_policy_for_some_cluster_kinds_gets_runs_on_those_only(trace: Path,
+                                                                 tmp_path: Path) -> None:
+    section = yaml.safe_load(write_params(tmp_path, trace).read_text())["sweep"]
+    section["policies"]["recorded"] = {}
+    specs = build_grid(section, tmp_path)
+    assert sorted((s.cluster, s.seed) for s in specs if s.policy == "recorded") == [
+        ("fixed", 0), ("fixed", 1)]
+    assert len(specs) == (1 + 2) * 2 * 2 + 2
+
+
 def test_user_mistakes_fail_before_any_run(trace: Path, tmp_path: Path) -> None:
     bad = RunSpec("t", str(trace), "container-packing", {"threshold": 0.5}, out_dir="x")
     with pytest.raises(UsageError, match="threshold"):

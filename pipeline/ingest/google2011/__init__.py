@@ -241,7 +241,10 @@ SELECT
     CAST(NULL AS VARCHAR[]) AS inputs, CAST(NULL AS VARCHAR[]) AS depends_on,
     CAST(t.priority AS INTEGER) AS priority, CAST(t.sched_class AS INTEGER) AS sched_class,
     {end_names}[t.end_code + 1] AS end_event,
-    CAST(t.trace_attempts AS INTEGER) AS trace_attempts, t.trace_lost_s
+    CAST(t.trace_attempts AS INTEGER) AS trace_attempts, t.trace_lost_s,
+    CASE WHEN t.recorded_machine >= 0 THEN CAST(t.recorded_machine AS VARCHAR) END
+        AS recorded_machine_id,
+    t.recorded_start_s
 FROM emitted t
 LEFT JOIN usage u USING (job_id, task_index)
 ORDER BY t.submit_s, t.job_id, t.task_index, t.incarnation

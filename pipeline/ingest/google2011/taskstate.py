@@ -21,6 +21,9 @@ Mapping to canonical tasks (one per *incarnation*):
   opened, so it starts at 0 (the trace's snapshot rows).
 - A task that never ran is not emitted: it is counted as dropped (never scheduled).
 - Requests come from the latest SUBMIT/UPDATE that carries them.
+- Where and when the recorded attempt ran (``recorded_machine_id``, ``recorded_start_s``): the
+  machine and time of the SCHEDULE that started it (time 0 and the machine its time-0 SUBMIT
+  names, for a task running when the window opened), for the ``recorded`` reference replay.
 """
 
 from __future__ import annotations
@@ -63,8 +66,9 @@ NEVER = -1.0
 class TaskState:
     """Slots for tasks in flight, grown on demand; an IntMap maps (job, index) to a slot."""
 
-    FLOAT_FIELDS = ("submit", "start", "cpu", "mem", "last_run", "lost")
-    INT_FIELDS = ("priority", "sched_class", "attempts", "last_end", "flags", "job", "index")
+    FLOAT_FIELDS = ("submit", "start", "cpu", "mem", "last_run", "lost", "last_start")
+    INT_FIELDS = ("priority", "sched_class", "attempts", "last_end", "flags", "job", "index",
+                  "machine", "last_machine")
 
     def __init__(self, capacity: int = 1 << 16) -> None:
         self.slots = IntMap(2 * capacity)
@@ -98,8 +102,8 @@ def fold_part(state: TaskState, events: dict[str, np.ndarray]) -> tuple[np.ndarr
     """Apply one part's events (in time order); return per-row reason codes and emitted tasks."""
     n = len(events["time"])
     state.reserve(n)
-    out_f = np.empty((6, n))
-    out_i = np.empty((5, n), dtype=np.int64)
+    out_f = np.empty((N_OUT_F, n))
+    out_i = np.empty((N_OUT_I, n), dtype=np.int64)
     reasons = np.zeros(n, dtype=np.int64)
     m = state.slots
     emitted = _fold(
@@ -114,8 +118,8 @@ def fold_part(state: TaskState, events: dict[str, np.ndarray]) -> tuple[np.ndarr
 def flush(state: TaskState, window_end: float) -> dict:
     """Close every task still in flight at the window end; return the emitted tasks."""
     n = len(state.slots)
-    out_f = np.empty((6, n))
-    out_i = np.empty((5, n), dtype=np.int64)
+    out_f = np.empty((N_OUT_F, n))
+    out_i = np.empty((N_OUT_I, n), dtype=np.int64)
     emitted = _flush(state.slots.keys, state.slots.values, state.f, state.i, state.notes,
                      window_end, out_f, out_i)
     state.slots = IntMap()
@@ -125,15 +129,18 @@ def flush(state: TaskState, window_end: float) -> dict:
 def _records(out_f: np.ndarray, out_i: np.ndarray) -> dict[str, np.ndarray]:
     return {
         "submit_s": out_f[0], "duration_s": out_f[1], "cpu": out_f[2], "mem": out_f[3],
-        "trace_lost_s": out_f[4], "job_id": out_i[0], "task_index": out_i[1],
-        "priority": out_i[2], "sched_class": out_i[3],
+        "trace_lost_s": out_f[4], "recorded_start_s": out_f[5], "job_id": out_i[0],
+        "task_index": out_i[1], "priority": out_i[2], "sched_class": out_i[3],
         "end_code": out_i[4] & 0xFF, "trace_attempts": out_i[4] >> 8,
+        "recorded_machine": out_i[5],
     }
 
 
+# Rows of emitted records (float, int).
+N_OUT_F, N_OUT_I = 6, 6
 # Field rows of TaskState.f / TaskState.i (kept in step with FLOAT_FIELDS / INT_FIELDS).
-_SUBMIT, _START, _CPU, _MEM, _LAST_RUN, _LOST = range(6)
-_PRIO, _CLASS, _ATTEMPTS, _LAST_END, _FLAGS, _JOB, _INDEX = range(7)
+_SUBMIT, _START, _CPU, _MEM, _LAST_RUN, _LOST, _LAST_START = range(7)
+_PRIO, _CLASS, _ATTEMPTS, _LAST_END, _FLAGS, _JOB, _INDEX, _MACHINE, _LAST_MACHINE = range(9)
 _FLAG_BEFORE = 1
 
 
@@ -154,6 +161,8 @@ def _open(keys, values, count, free, n_free, f, i, job, index, key, p, t):  # pr
     f[_LOST, s] = 0.0
     i[:, s] = 0
     i[_LAST_END, s] = -1
+    i[_MACHINE, s] = -1
+    i[_LAST_MACHINE, s] = -1
     i[_JOB, s] = job
     i[_INDEX, s] = index
     return s
@@ -170,9 +179,11 @@ def _emit(f, i, s, notes, out_f, out_i, k, end_code, run):  # pragma: no cover -
         return k
     out_f[0, k], out_f[1, k] = f[_SUBMIT, s], run
     out_f[2, k], out_f[3, k], out_f[4, k] = f[_CPU, s], f[_MEM, s], f[_LOST, s]
+    out_f[5, k] = f[_LAST_START, s]
     out_i[0, k], out_i[1, k] = i[_JOB, s], i[_INDEX, s]
     out_i[2, k], out_i[3, k] = i[_PRIO, s], i[_CLASS, s]
     out_i[4, k] = end_code | (i[_ATTEMPTS, s] << 8)
+    out_i[5, k] = i[_LAST_MACHINE, s]
     return k + 1
 
 
@@ -190,6 +201,8 @@ def _end_attempt(f, i, s, t, code):  # pragma: no cover - compiled
         f[_LOST, s] += f[_LAST_RUN, s]
         i[_ATTEMPTS, s] += 1
     f[_LAST_RUN, s] = t - f[_START, s]
+    f[_LAST_START, s] = f[_START, s]
+    i[_LAST_MACHINE, s] = i[_MACHINE, s]
     i[_LAST_END, s] = code
     f[_START, s] = NEVER
 
@@ -230,6 +243,7 @@ def _fold(keys, values, count, free, n_free, f, i, notes, time, job, index, mach
         if e == SUBMIT:
             if t == 0.0 and machine[r] >= 0 and not running:
                 f[_START, s] = 0.0
+                i[_MACHINE, s] = machine[r]
                 i[_FLAGS, s] |= _FLAG_BEFORE
                 notes[N_STARTED_BEFORE] += 1
         elif e == SCHEDULE:
@@ -238,6 +252,7 @@ def _fold(keys, values, count, free, n_free, f, i, notes, time, job, index, mach
                     notes[N_DUP_SCHED] += 1
             else:
                 f[_START, s] = t
+                i[_MACHINE, s] = machine[r]
         elif e == EVICT or e == FAIL or e == FINISH or e == KILL or e == LOST:
             code = _END_OF_EVENT[e]
             if running:

@@ -1,0 +1,130 @@
+"""``recorded``: the real cluster as a reference, each task started where and when the trace
+says it ran.
+
+The trace's own scheduling decisions (``recorded_machine_id``, ``recorded_start_s``: the
+SCHEDULE event and machine of the attempt the trace records, Google 2011 task_events; the
+instance's start and machine, Alibaba batch_instance and container_meta) are replayed on
+the trace's machines, so the report can put what the real cluster did next to every policy,
+metric for metric.  It is not a scheduler: it knows the future (when each task started).
+
+Where the recorded decision cannot be replayed exactly, this is what happens, and the
+fidelity test (tests/policies/test_recorded.py) measures how often on the real samples:
+
+- Scheduling points fall on the core's 1 s grid, so a task starts up to 1 s after its
+  recorded start; a task is placed at the first point at or after that start (and never
+  before its submit or its parents).
+- The recorded machine may lack room: the real clusters over-committed (Google 2011's
+  requests could add up to more than a machine's capacity), a trace may not give the
+  machines' capacities (the Google sample has no machine_events: capacities are assumed),
+  and the core refuses a placement that does not fit.  The task then starts at its recorded
+  time on another node (the one with the least memory allocated that fits it, as
+  ``yarn-uniform``): the trace says it ran then, so its time and the cluster's allocated
+  load are kept, its placement is not.  When nothing fits it waits.
+- No recorded machine (not in the trace, not among its machines, an Alibaba 2017 trace
+  without batch_instance, a user's trace without the columns), or a machine that is down (a
+  task evicted by a failure restarts elsewhere, as in the trace): the same, at its recorded
+  start (else when it is ready).
+
+It needs the trace's machines: an elastic cluster is refused.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import ClassVar
+
+import numpy as np
+from numba import njit
+
+from pipeline.errors import UsageError
+from pipeline.policies.base import Param, PolicyBase
+from pipeline.policies.nodeindex import NodeIndex
+from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
+
+UP = 2
+EPS = 1e-9  # the core's relative slack in capacity checks
+
+
+@njit(cache=True)
+def place_on_recorded(order, req, node, cap, alloc, ncont):  # pragma: no cover - compiled
+    """Place requests ``order`` on their recorded ``node`` (up) where they fit, in order,
+    updating ``alloc``/``ncont``; return the placed request indices."""
+    out = np.empty(order.size, dtype=np.int64)
+    c = 0
+    for j in range(order.size):
+        i = order[j]
+        nd = node[i]
+        fits = True
+        for k in range(3):
+            if alloc[nd, k] + req[i, k] > cap[nd, k] + EPS * cap[nd, k] + 1e-12:
+                fits = False
+                break
+        if fits:
+            for k in range(3):
+                alloc[nd, k] += req[i, k]
+            ncont[nd] += 1
+            out[c] = i
+            c += 1
+    return out[:c]
+
+
+class RecordedCluster(PolicyBase):
+    """Starts each task where and when the trace recorded it (a reference, not a policy)."""
+
+    name = "recorded"
+    summary = ("The real cluster as recorded: each task on its recorded machine at its "
+               "recorded start (a reference for the policies)")
+    source = ("The traces' own decisions: Google clusterdata-2011-2 task_events SCHEDULE "
+              "(time, machine); Alibaba 2017/2018 batch_instance start_time and machine_id, "
+              "container_meta")
+    PARAMS: ClassVar[dict[str, Param]] = {}
+    clusters: ClassVar[tuple[str, ...]] = ("fixed",)
+    reference: ClassVar[bool] = True
+
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
+        super().setup(cluster, rng)
+        if cluster.kind != "fixed":
+            raise UsageError("policy 'recorded' replays the trace's own placements: it needs "
+                             "the fixed cluster (the trace's machines), not an elastic one")
+        self.index_ = NodeIndex(cluster.n_nodes)
+
+    def decide(self, view: SchedView) -> Decisions:
+        pending, nodes, now = view.pending, view.nodes, view.now
+        self.index_.refresh(nodes)  # every call: it follows the nodes that changed since
+        if len(pending) == 0:
+            return Decisions()
+        start = pending.recorded_start_s
+        due = np.isnan(start) | (start <= now)
+        node = pending.recorded_node
+        up = node >= 0
+        up[up] = nodes.state[node[up]] == UP
+        placed_req, placed_node = [], []
+        mine = np.flatnonzero(due & up)
+        if len(mine):  # first, what can start where it was recorded
+            order = mine[np.lexsort((mine, start[mine]))]  # recorded start order
+            alloc, ncont = np.array(nodes.alloc), np.array(nodes.n_containers)
+            ok = place_on_recorded(order, np.ascontiguousarray(pending.req),
+                                   np.ascontiguousarray(node, dtype=np.int64),
+                                   np.ascontiguousarray(nodes.cap), alloc, ncont)
+            if len(ok):
+                placed_req.append(ok)
+                placed_node.append(node[ok].astype(np.int64))
+                # the index follows the room those placements took
+                self.index_.refresh(SimpleNamespace(
+                    changed=np.unique(node[ok]), alloc=alloc, n_containers=ncont,
+                    state=nodes.state, cap=nodes.cap))
+        rest = due.copy()
+        if placed_req:
+            rest[placed_req[0]] = False
+        rest_idx = np.flatnonzero(rest)
+        if len(rest_idx):  # then the rest, where there is room
+            r, nd = self.index_.place(nodes, np.ascontiguousarray(pending.req[rest_idx]),
+                                      None, packing=False)
+            placed_req.append(rest_idx[r])
+            placed_node.append(nd)
+        later = start[~due]
+        wake = float(later.min()) if len(later) else None
+        if not placed_req:
+            return Decisions(wake_at_s=wake)
+        return Decisions(place_req=np.concatenate(placed_req),
+                         place_node=np.concatenate(placed_node), wake_at_s=wake)
