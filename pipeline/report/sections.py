@@ -78,7 +78,7 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
                                  "files; defaults left out)",
                                  settings_table(data.summary, data.runs)),)),
     ]
-    seen = observations(data.summary, data.queue_shares)
+    seen = observations(data.summary, data.queue_shares, data.comparison)
     if seen:
         sections.append(Section("observations", "What the replays show",
                                 bullets=tuple(seen)))

@@ -195,3 +195,19 @@ def test_the_recorded_cluster_is_a_reference_never_the_answer(
     assert "**recorded" not in answer  # never the recommendation
     row = next(line for line in answer.splitlines() if line.startswith("| fixed | recorded"))
     assert row.rstrip().endswith("| \u2013 |")  # no tolerance verdict for a reference
+
+
+def test_observations_state_the_work_lost_to_preemption_alone() -> None:
+    """The preemption sentence quotes the work preemptions lost, not evictions' as well."""
+    from pipeline.report.observations import observations
+
+    summary = pl.DataFrame({
+        "run_id": ["a"], "label": ["capacity-scheduler"], "cluster_mode": ["fixed"],
+        "wait_p95_s": [1.0], "preemptions": [3.0], "tasks_preempted": [2.0],
+        "preemptions_per_task_max": [2.0], "wasted_task_s": [36_000.0],
+        "backlog_tasks": [0.0], "backlog_task_s": [0.0]})
+    comparison = pl.DataFrame({"run_id": ["a"], "preemption_wasted_task_s": [7_200.0]})
+    lines = observations(summary, pl.DataFrame(), comparison)
+    assert lines == ["capacity-scheduler preempted 3 containers of 2 tasks (at most 2 times "
+                     "one task), losing 2.0 task-hours of work they had done on the fixed "
+                     "cluster."]
