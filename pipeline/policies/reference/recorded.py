@@ -68,6 +68,33 @@ def place_on_recorded(order, req, node, cap, alloc, ncont):  # pragma: no cover 
     return out[:c]
 
 
+@njit(cache=True)
+def split_due(start, node, state, now):  # pragma: no cover - compiled
+    """The waiting tasks due now (recorded start passed, or none recorded): those with an
+    up recorded node, and the others (both in index order); and the earliest start to
+    come (inf if none)."""
+    n = start.size
+    mine = np.empty(n, dtype=np.int64)
+    rest = np.empty(n, dtype=np.int64)
+    a = 0
+    b = 0
+    wake = np.inf
+    for i in range(n):
+        s = start[i]
+        if s > now:  # not due yet (NaN compares false: due)
+            if s < wake:
+                wake = s
+            continue
+        nd = node[i]
+        if nd >= 0 and state[nd] == UP:
+            mine[a] = i
+            a += 1
+        else:
+            rest[b] = i
+            b += 1
+    return mine[:a], rest[:b], wake
+
+
 class RecordedCluster(PolicyBase):
     """Starts each task where and when the trace recorded it (a reference, not a policy)."""
 
@@ -93,38 +120,34 @@ class RecordedCluster(PolicyBase):
         self.index_.refresh(nodes)  # every call: it follows the nodes that changed since
         if len(pending) == 0:
             return Decisions()
-        start = pending.recorded_start_s
-        due = np.isnan(start) | (start <= now)
-        node = pending.recorded_node
-        up = node >= 0
-        up[up] = nodes.state[node[up]] == UP
+        start = np.asarray(pending.recorded_start_s)
+        node = np.asarray(pending.recorded_node, dtype=np.int64)
+        # one compiled pass over the waiting tasks (a backlog can hold millions)
+        mine, rest, wake = split_due(start, node, np.asarray(nodes.state), float(now))
         placed_req, placed_node = [], []
-        mine = np.flatnonzero(due & up)
         if len(mine):  # first, what can start where it was recorded
             order = mine[np.lexsort((mine, start[mine]))]  # recorded start order
             alloc, ncont = np.array(nodes.alloc), np.array(nodes.n_containers)
-            ok = place_on_recorded(order, np.ascontiguousarray(pending.req),
-                                   np.ascontiguousarray(node, dtype=np.int64),
+            ok = place_on_recorded(order, np.ascontiguousarray(pending.req), node,
                                    np.ascontiguousarray(nodes.cap), alloc, ncont)
             if len(ok):
                 placed_req.append(ok)
-                placed_node.append(node[ok].astype(np.int64))
+                placed_node.append(node[ok])
                 # the index follows the room those placements took
                 self.index_.refresh(SimpleNamespace(
                     changed=np.unique(node[ok]), alloc=alloc, n_containers=ncont,
                     state=nodes.state, cap=nodes.cap))
-        rest = due.copy()
-        if placed_req:
-            rest[placed_req[0]] = False
-        rest_idx = np.flatnonzero(rest)
-        if len(rest_idx):  # then the rest, where there is room
-            r, nd = self.index_.place(nodes, np.ascontiguousarray(pending.req[rest_idx]),
-                                      None, packing=False)
-            placed_req.append(rest_idx[r])
+            if len(ok) < len(mine):  # no room there: with the rest
+                missed = np.ones(len(mine), dtype=bool)
+                missed[np.searchsorted(mine, ok)] = False  # mine is in index order
+                rest = np.sort(np.concatenate([rest, mine[missed]]))
+        if len(rest):  # then the rest, where there is room
+            req = pending.req if len(rest) == len(pending) else pending.req[rest]
+            r, nd = self.index_.place(nodes, np.ascontiguousarray(req), None, packing=False)
+            placed_req.append(rest[r])
             placed_node.append(nd)
-        later = start[~due]
-        wake = float(later.min()) if len(later) else None
+        wake_at = None if np.isinf(wake) else wake
         if not placed_req:
-            return Decisions(wake_at_s=wake)
+            return Decisions(wake_at_s=wake_at)
         return Decisions(place_req=np.concatenate(placed_req),
-                         place_node=np.concatenate(placed_node), wake_at_s=wake)
+                         place_node=np.concatenate(placed_node), wake_at_s=wake_at)
