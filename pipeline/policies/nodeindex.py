@@ -297,6 +297,30 @@ def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, k
     return c
 
 
+@njit(cache=True)
+def place_named(order, req, node, cap, w_alloc, w_ncont, w_up, thr, key, val, pri, left,
+                right, parent, agg, member, root, skey, sfree, cnt, out):
+    """Place requests ``order`` (in order) each on its own node ``node[i]`` where that node is
+    up and has room (the index's room, so the core never refuses it); return how many were
+    placed (``out`` holds their request indices)."""
+    c = 0
+    for j in range(order.shape[0]):
+        i = order[j]
+        nd = node[i]
+        if nd < 0 or not w_up[nd]:
+            continue
+        if req[i, 0] > val[nd, 0] or req[i, 1] > val[nd, 1] or req[i, 2] > val[nd, 2]:
+            continue
+        for k in range(3):
+            w_alloc[nd, k] += req[i, k]
+        w_ncont[nd] += 1
+        _update(nd, cap, w_alloc, w_ncont, w_up, thr, key, val, pri, left, right, parent, agg,
+                member, root, skey, sfree, cnt)
+        out[c] = i
+        c += 1
+    return c
+
+
 class NodeIndex:
     """The policy-side mirror of node state, kept up to date from ``NodeView.changed``."""
 
@@ -353,6 +377,16 @@ class NodeIndex:
             order = busy[np.argsort(self.key[busy], kind="stable")]  # ties by slot
             treap.build(order, self.root[0:1], self.member[0], self.left[0], self.right[0],
                         self.parent[0], self.agg[0], self.val, self.pri, self.stack)
+
+    def place_on(self, nodes: NodeView, req: np.ndarray, node: np.ndarray,
+                 order: np.ndarray) -> np.ndarray:
+        """Place the requests ``order`` (in order) each on its given node ``node[i]`` where it
+        is up and fits (e.g. where a trace recorded it); return the placed indices."""
+        out = np.empty(len(order), dtype=np.int64)
+        c = place_named(np.ascontiguousarray(order, dtype=np.int64), np.ascontiguousarray(req),
+                        np.ascontiguousarray(node, dtype=np.int64), nodes.cap, self.alloc,
+                        self.ncont, self.up, self.threshold, *self._arrays()[:-1], out)
+        return out[:c]
 
     def place(self, nodes: NodeView, req: np.ndarray, u: np.ndarray | None,
               packing: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -35,7 +35,7 @@ from pipeline.metrics import metrics_table
 from pipeline.policies import make_policy, policy_class, resolve_params
 from pipeline.progress import Progress
 from pipeline.replay import output as out
-from pipeline.replay.options import cluster_spec
+from pipeline.replay.options import CLUSTER_KINDS, cluster_spec
 from pipeline.replay.param_files import file_sha256, param_files
 from pipeline.replay.source import TraceInput, Window
 from pipeline.sim import ClusterSpec, ElasticCluster, FixedCluster, SimOptions, Simulation
@@ -121,7 +121,11 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
     ``progress``: show how far the replay got in simulated time (:mod:`pipeline.progress`).
     """
     started = time.perf_counter()
-    resolved = resolve_params(policy_class(policy), params)
+    cls = policy_class(policy)
+    resolved = resolve_params(cls, params)
+    if cluster in CLUSTER_KINDS and cluster not in cls.clusters:  # e.g. recorded: fixed only
+        raise UsageError(f"policy '{policy}' needs the {' or '.join(cls.clusters)} cluster, "
+                         f"not {cluster}")
     files = param_files(policy, resolved, files_dir)
     file_digests = {name: file_sha256(path) for name, path in files.items()}
     trace = TraceInput(Path(trace_dir))

@@ -16,6 +16,10 @@ CLUSTER_ROW = alt.Row("cluster:N", title=None, sort=["fixed", "elastic"],
                                         labelFontWeight="bold"))
 
 
+# a bar's verdict -> its opacity
+VERDICTS = {"within tolerance": 1.0, "slows the work": 0.35, "reference, not a choice": 0.6}
+
+
 def savings_chart(settings: pl.DataFrame, labels: Sequence[str]) -> alt.FacetChart:
     """Per setting, the share of the status quo's cost it saves (negative = costs more),
     one panel per cluster, each bar labelled with dollars saved per day; bars of settings
@@ -39,6 +43,7 @@ def savings_chart(settings: pl.DataFrame, labels: Sequence[str]) -> alt.FacetCha
     shown = differs.filter(pl.col("shows"))["cluster"]
     if len(shown):
         rows = rows.filter(pl.col("cluster").is_in(shown.implode()))
+    shown_verdicts = set(rows["verdict"].to_list())  # the legend lists only those drawn
     y = alt.Y("setting:N", title=None, sort="-x", axis=alt.Axis(labelLimit=420))
     x = alt.X("cost_saved_pct:Q", title="saved against the status quo (% of its cost)",
               scale=alt.Scale(domainMin=min(0.0, float(rows["cost_saved_pct"].min() or 0))),
@@ -46,8 +51,8 @@ def savings_chart(settings: pl.DataFrame, labels: Sequence[str]) -> alt.FacetCha
     bars = alt.Chart().mark_bar().encode(
         x=x, y=y, color=palette.color(labels, legend=None),
         opacity=alt.Opacity("verdict:N", scale=alt.Scale(
-            domain=["within tolerance", "slows the work", "reference, not a choice"],
-            range=[1.0, 0.35, 0.6]),
+            domain=[v for v in VERDICTS if v in shown_verdicts],
+            range=[VERDICTS[v] for v in VERDICTS if v in shown_verdicts]),
             legend=alt.Legend(title=None, orient="bottom")),
         tooltip=["label:N", alt.Tooltip("cost_saved_pct:Q", format=".1f", title="saved %"),
                  alt.Tooltip("saved_usd_per_day:Q", format="$,.0f", title="saved per day"),

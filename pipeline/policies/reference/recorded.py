@@ -25,47 +25,22 @@ fidelity test (tests/policies/test_recorded.py) measures how often on the real s
   task evicted by a failure restarts elsewhere, as in the trace): the same, at its recorded
   start (else when it is ready).
 
-It needs the trace's machines: an elastic cluster is refused.
+It needs the trace's machines: it runs on the fixed cluster only (``clusters``), and a
+replay on an elastic one is refused before it starts.
 """
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import ClassVar
 
 import numpy as np
 from numba import njit
 
-from pipeline.errors import UsageError
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 
 UP = 2
-EPS = 1e-9  # the core's relative slack in capacity checks
-
-
-@njit(cache=True)
-def place_on_recorded(order, req, node, cap, alloc, ncont):  # pragma: no cover - compiled
-    """Place requests ``order`` on their recorded ``node`` (up) where they fit, in order,
-    updating ``alloc``/``ncont``; return the placed request indices."""
-    out = np.empty(order.size, dtype=np.int64)
-    c = 0
-    for j in range(order.size):
-        i = order[j]
-        nd = node[i]
-        fits = True
-        for k in range(3):
-            if alloc[nd, k] + req[i, k] > cap[nd, k] + EPS * cap[nd, k] + 1e-12:
-                fits = False
-                break
-        if fits:
-            for k in range(3):
-                alloc[nd, k] += req[i, k]
-            ncont[nd] += 1
-            out[c] = i
-            c += 1
-    return out[:c]
 
 
 @njit(cache=True)
@@ -110,9 +85,6 @@ class RecordedCluster(PolicyBase):
 
     def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
         super().setup(cluster, rng)
-        if cluster.kind != "fixed":
-            raise UsageError("policy 'recorded' replays the trace's own placements: it needs "
-                             "the fixed cluster (the trace's machines), not an elastic one")
         self.index_ = NodeIndex(cluster.n_nodes)
 
     def decide(self, view: SchedView) -> Decisions:
@@ -127,16 +99,10 @@ class RecordedCluster(PolicyBase):
         placed_req, placed_node = [], []
         if len(mine):  # first, what can start where it was recorded
             order = mine[np.lexsort((mine, start[mine]))]  # recorded start order
-            alloc, ncont = np.array(nodes.alloc), np.array(nodes.n_containers)
-            ok = place_on_recorded(order, np.ascontiguousarray(pending.req), node,
-                                   np.ascontiguousarray(nodes.cap), alloc, ncont)
+            ok = self.index_.place_on(nodes, pending.req, node, order)
             if len(ok):
                 placed_req.append(ok)
                 placed_node.append(node[ok])
-                # the index follows the room those placements took
-                self.index_.refresh(SimpleNamespace(
-                    changed=np.unique(node[ok]), alloc=alloc, n_containers=ncont,
-                    state=nodes.state, cap=nodes.cap))
             if len(ok) < len(mine):  # no room there: with the rest
                 missed = np.ones(len(mine), dtype=bool)
                 missed[np.searchsorted(mine, ok)] = False  # mine is in index order
