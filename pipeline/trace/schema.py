@@ -62,6 +62,7 @@ TASKS = pa.schema(
         pa.field("cpu_used", pa.float64()),
         pa.field("mem_used", pa.float64()),
         pa.field("inputs", pa.list_(pa.string())),
+        pa.field("input_mb", pa.float64()),
         pa.field("depends_on", pa.list_(pa.string())),
         pa.field("priority", pa.int32()),
         pa.field("sched_class", pa.int32()),
@@ -96,7 +97,7 @@ CONTRACT_COLUMNS: dict[str, tuple[str, ...]] = {
     "jobs": ("job_id", "user", "queue", "submit_s", "priority", "name"),
     "tasks": (
         "task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu",
-        "cpu_used", "mem_used", "inputs", "depends_on", "recorded_machine_id",
+        "cpu_used", "mem_used", "inputs", "input_mb", "depends_on", "recorded_machine_id",
         "recorded_start_s",
     ),
     "machine_downtime": ("machine_id", "down_s", "up_s"),
@@ -105,8 +106,8 @@ CONTRACT_COLUMNS: dict[str, tuple[str, ...]] = {
 DEFAULTS: dict[str, dict[str, object]] = {
     "machines": {"gpu": 0.0, "rack": None, "speed": 1.0, "added_s": 0.0, "removed_s": None},
     "jobs": {"queue": None, "priority": None, "name": None},
-    "tasks": {"gpu": 0.0, "cpu_used": None, "mem_used": None, "inputs": None, "depends_on": None,
-              "recorded_machine_id": None, "recorded_start_s": None},
+    "tasks": {"gpu": 0.0, "cpu_used": None, "mem_used": None, "inputs": None, "input_mb": None,
+              "depends_on": None, "recorded_machine_id": None, "recorded_start_s": None},
     "machine_downtime": {"up_s": None},
 }
 

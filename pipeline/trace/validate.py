@@ -82,6 +82,8 @@ ROW_CHECKS: list[tuple[str, str, str, str]] = [
     ("tasks", "gpu must be >= 0",
      "NOT (coalesce(gpu, 0) >= 0) OR NOT isfinite(coalesce(gpu, 0))", "task_id"),
     ("tasks", "cpu_used must be >= 0", "cpu_used < 0 OR isinf(cpu_used)", "task_id"),
+    ("tasks", "input_mb must be >= 0 and finite",
+     "input_mb < 0 OR isinf(input_mb) OR isnan(input_mb)", "task_id"),
     ("tasks", "mem_used must be >= 0", "mem_used < 0 OR isinf(mem_used)", "task_id"),
     ("tasks", "task depends on itself", "list_contains(depends_on, task_id)", "task_id"),
 ]
