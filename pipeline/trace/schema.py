@@ -11,7 +11,10 @@ describing what the source trace recorded for the task, and ``synthetic`` (true 
 zero-resource barrier tasks an adapter adds to keep large dependency fan-ins linear; replays
 run them but metrics do not count them as work), and ``recorded_machine_id``/
 ``recorded_start_s``: where and when the trace says the task's recorded attempt ran (the
-``recorded`` reference replay starts it there and then).  ``machine_downtime`` is an optional
+``recorded`` reference replay starts it there and then).  ``task_kind`` is ``map``/``reduce``
+where the trace distinguishes MapReduce phases (SWIM, Rumen/SLS, Alibaba M/R tasks), null
+otherwise; ``input_file`` names the (anonymized) input file a task reads where the trace
+shares inputs between jobs (SWIM FB-2010 paths), so the ``dfs`` model places one file once.  ``machine_downtime`` is an optional
 table of intervals during which a machine was removed from the trace's cluster.
 """
 
@@ -72,6 +75,8 @@ TASKS = pa.schema(
         pa.field("synthetic", pa.bool_()),
         pa.field("recorded_machine_id", pa.string()),
         pa.field("recorded_start_s", pa.float64()),
+        pa.field("task_kind", pa.string()),
+        pa.field("input_file", pa.string()),
     ]
 )
 
