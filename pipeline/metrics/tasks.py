@@ -90,6 +90,15 @@ def locality_fraction(task_runs: pl.DataFrame, level: str) -> float | None:
     return float(with_inputs.select((pl.col("locality") == level).mean()).item())
 
 
+def data_read_gb(task_runs: pl.DataFrame, column: str) -> float | None:
+    """GiB read by every attempt of the tasks with inputs, through a rack switch
+    (``read_rack_mb``) or across racks (``read_core_mb``); None when no task has inputs."""
+    if column not in task_runs.columns or task_runs.select(
+            pl.col("locality").is_not_null().any()).item() is not True:
+        return None
+    return float(task_runs.select(pl.col(column).fill_null(0.0).sum()).item() or 0.0) / 1024.0
+
+
 _NOT_DONE = pl.col("outcome").is_in(["unfinished", "preempted"])
 
 

@@ -8,6 +8,10 @@
 normalized -> 1.0; gpu -> 0 (an AWS m5.xlarge: 4 vCPU, 16 GiB, $0.192 per hour on demand in
 us-east-1, the default ``price_per_hour``).  ``max_nodes`` defaults to the number of trace
 machines (1000 when the trace has none).
+
+Locality options (both kinds): ``dfs=hdfs`` lays out input data where the trace records
+none (:mod:`pipeline.replay.locality`); ``node_mb_s``/``rack_mb_s``/``core_mb_s`` are the
+rates a task reads its ``input_mb`` at, by locality (:func:`pipeline.sim.kernels.run_time`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import numpy as np
 from pipeline.errors import UsageError
 from pipeline.policies.base import Param
 from pipeline.sim.cluster import ClusterSpec
+from pipeline.sim.core import READ_MB_S
+from pipeline.sim.tasks import INPUT_WIDTH
 
 CLUSTER_KINDS = ("fixed", "elastic")
 BILLING_S = {"second": 1.0, "hour": 3600.0}
@@ -43,7 +49,21 @@ CLUSTER_PARAMS: dict[str, Param] = {
                             "(Qubole: three minutes)", float, 0.0),
     "idle_s": Param(60.0, "elastic: release a node after this long without containers "
                     "(0 = at once)", float, 0.0),
+    "dfs": Param("off", "where input data lives when the trace does not say: off, or hdfs "
+                 "(each job's input as HDFS blocks, rack-aware replicas)", str,
+                 choices=("off", "hdfs")),
+    "block_mb": Param(128.0, "dfs: HDFS block size in MiB (what a map reads when the trace "
+                      "gives no input_mb)", float, 1e-3),
+    "replication": Param(3, "dfs: replicas per block", int, 1, INPUT_WIDTH),
+    "rack_size": Param(30, "machines per rack where the trace names no rack (Quincy: ~30)",
+                       int, 1),
+    "node_mb_s": Param(READ_MB_S[0], "MiB/s a task reads node-local input at", float, 1e-6),
+    "rack_mb_s": Param(READ_MB_S[1], "MiB/s a task reads rack-local input at", float, 1e-6),
+    "core_mb_s": Param(READ_MB_S[2], "MiB/s a task reads off-rack input at (through the "
+                       "core)", float, 1e-6),
 }
+LOCALITY_PARAMS = ("dfs", "block_mb", "replication", "rack_size", "node_mb_s", "rack_mb_s",
+                   "core_mb_s")
 ELASTIC_ONLY = {"node_cpu", "node_mem", "node_gpu", "min_nodes", "max_nodes",
                 "initial_nodes", "boot_delay_s", "upscale_wait_s", "idle_s"}
 
@@ -88,7 +108,8 @@ def cluster_spec(kind: str, options: Mapping[str, Any] | None, cap: np.ndarray,
     got = {k: CLUSTER_PARAMS[k].coerce("cluster", k, v) for k, v in raw.items()}
     vals = {k: got.get(k, p.default) for k, p in CLUSTER_PARAMS.items()}
     common = {"kind": kind, "price_per_hour": vals["price_per_hour"],
-              "billing_s": BILLING_S[vals["billing"]]}
+              "billing_s": BILLING_S[vals["billing"]],
+              **{k: vals[k] for k in LOCALITY_PARAMS}}
     if kind == "fixed":
         return ClusterSpec(**common)
     return ClusterSpec(**common, **_elastic(vals, cap, units))

@@ -116,6 +116,7 @@ def task_runs_batches(identities: Iterator[tuple[int, pa.Table]], store: RecordS
             "preemptions": rec["preemptions"], "evictions": rec["evictions"],
             "wasted_s": rec["wasted"], "remaining_s": _nullable(rec["remaining"]),
             "censored": pc.fill_null(pc.equal(ident["end_event"], "censored"), False),
+            "read_rack_mb": rec["read"][:, 0], "read_core_mb": rec["read"][:, 1],
         }, schema=WRITE_SCHEMA)
 
 
@@ -140,7 +141,9 @@ TASK_RUNS_SCHEMA = pa.schema(
     + [(name, pa.float64()) for name in ("duration_s", "cpu", "mem", "gpu", "cpu_used",
                                          "mem_used")]
     + [("preemptions", pa.int32()), ("evictions", pa.int32()), ("wasted_s", pa.float64()),
-       ("remaining_s", pa.float64()), ("censored", pa.bool_())]
+       ("remaining_s", pa.float64()), ("censored", pa.bool_()),
+       # MiB the task's attempts read from another node of their rack / across racks
+       ("read_rack_mb", pa.float64()), ("read_core_mb", pa.float64())]
 )
 
 _DICT = pa.dictionary(pa.int32(), pa.string())

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.errors import TraceError
+from pipeline.replay.locality import InputLayout
 from pipeline.sim.cluster import up_periods
 from pipeline.sim.source import TaskBatch
 from pipeline.trace.identity import content_digest
@@ -25,7 +26,7 @@ from pipeline.trace.schema import DEFAULTS, TASKS
 
 BATCH_ROWS = 1 << 18
 SIM_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu", "cpu_used",
-               "mem_used", "inputs", "depends_on", "priority", "end_event",
+               "mem_used", "inputs", "input_mb", "depends_on", "priority", "end_event",
                "recorded_machine_id", "recorded_start_s")
 IDENTITY_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu",
                     "cpu_used", "mem_used", "end_event")
@@ -191,11 +192,18 @@ class TraceInput:
         """The task columns ``task_runs`` copies, in row order."""
         return self._stream(IDENTITY_COLUMNS)
 
-    def batches(self, node_of: dict[str, int] | None,
-                parents: set[str]) -> Iterator[TaskBatch]:
-        """The task stream as the core's numpy batches."""
+    def batches(self, node_of: dict[str, int] | None, parents: set[str],
+                layout: InputLayout | None = None) -> Iterator[TaskBatch]:
+        """The task stream as the core's numpy batches (``layout``: where inputs live)."""
         for offset, table in self._stream(SIM_COLUMNS):
-            yield self._convert(table, offset, node_of, parents)
+            batch = self._convert(table, offset, node_of, parents)
+            if layout is not None:
+                batch.inputs, batch.has_inputs, batch.input_mb = layout.batch(offset, table)
+            yield batch
+
+    def stream(self, columns: tuple[str, ...]) -> Iterator[tuple[int, pa.Table]]:
+        """``(first row, table)`` batches of the task columns ``columns`` (defaults filled)."""
+        return self._stream(columns)
 
     def _convert(self, t: pa.Table, offset: int, node_of: dict[str, int] | None,
                  parents: set[str]) -> TaskBatch:
@@ -249,7 +257,7 @@ class TraceInput:
 
     def _sparse(self, t: pa.Table, b: TaskBatch, node_of: dict[str, int] | None,
                 parents: set[str]) -> None:
-        """Fill the per-row dependencies, parent ids and input locations (rows that have them)."""
+        """Fill the per-row dependencies and parent ids (rows that have them)."""
         deps = t["depends_on"]
         if deps.null_count < len(deps):
             for i in np.flatnonzero(pc.fill_null(pc.list_value_length(deps), 0).to_numpy()
@@ -259,9 +267,3 @@ class TraceInput:
             for i, tid in enumerate(t["task_id"].to_pylist()):
                 if tid in parents:
                     b.task_id[i] = tid
-        inputs = t["inputs"]
-        if inputs.null_count < len(inputs):
-            lengths = pc.fill_null(pc.list_value_length(inputs), 0).to_numpy()
-            for i in np.flatnonzero(lengths > 0).tolist():
-                where = inputs[i].as_py() if node_of is not None else []
-                b.inputs[i] = np.array([node_of[m] for m in where if m in node_of], np.int64)

@@ -35,10 +35,12 @@ from pipeline.metrics import metrics_table
 from pipeline.policies import make_policy, policy_class, resolve_params
 from pipeline.progress import Progress
 from pipeline.replay import output as out
+from pipeline.replay.locality import InputLayout
 from pipeline.replay.options import CLUSTER_KINDS, cluster_spec
 from pipeline.replay.param_files import file_sha256, param_files
 from pipeline.replay.source import TraceInput, Window
 from pipeline.sim import ClusterSpec, ElasticCluster, FixedCluster, SimOptions, Simulation
+from pipeline.sim.core import READ_MB_S
 from pipeline.trace.io import atomic_dir
 
 
@@ -79,7 +81,8 @@ def code_version() -> str:
 
 
 def sim_options(sched_interval_s: float, window: Window, drain: bool = False,
-                horizon_s: float | None = None) -> SimOptions:
+                horizon_s: float | None = None,
+                read_mb_s: tuple[float, float, float] = READ_MB_S) -> SimOptions:
     """The core's options for a replay of a trace with observation ``window``.
 
     By default the replay stops at the window's end (or at ``horizon_s`` when given) and is
@@ -93,17 +96,19 @@ def sim_options(sched_interval_s: float, window: Window, drain: bool = False,
     if drain and horizon_s is not None:
         raise UsageError("--drain runs until every task ends: it takes no horizon")
     horizon = None if drain else (window.end_s if horizon_s is None else float(horizon_s))
-    return SimOptions(float(sched_interval_s), horizon, window.end_s)
+    return SimOptions(float(sched_interval_s), horizon, window.end_s, read_mb_s)
 
 
-def build_cluster(spec: ClusterSpec, trace: TraceInput) -> FixedCluster | ElasticCluster:
-    """The fixed cluster of the trace's machines, or an elastic one from the template."""
+def build_cluster(spec: ClusterSpec, trace: TraceInput,
+                  racks: np.ndarray | None = None) -> FixedCluster | ElasticCluster:
+    """The fixed cluster of the trace's machines, or an elastic one from the template
+    (``racks``: rack codes per machine, default the trace's)."""
     if spec.kind == "elastic":
         return ElasticCluster(spec)
     m = trace.machines
     speed = np.asarray(m["speed"].fill_null(1.0).to_numpy(), dtype=np.float64)
     return FixedCluster(spec, m["machine_id"].to_pylist(), trace.machine_cap(), speed,
-                        trace.racks(), trace.machine_periods())
+                        trace.racks() if racks is None else racks, trace.machine_periods())
 
 
 def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None = None,
@@ -130,8 +135,8 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
     file_digests = {name: file_sha256(path) for name, path in files.items()}
     trace = TraceInput(Path(trace_dir))
     window = trace.window()
-    options = sim_options(sched_interval_s, window, drain, horizon_s)
     spec = cluster_spec(cluster, cluster_options, trace.machine_cap(), trace.units)
+    options = sim_options(sched_interval_s, window, drain, horizon_s, spec.read_mb_s)
     digest = trace.digest()
     identity = run_identity(digest, policy, resolved, int(seed), spec, options, file_digests)
     run_id = identity[:16]
@@ -141,7 +146,7 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
                      enabled=progress)
     with shown, atomic_dir(Path(out_dir)) as tmp:
         summary, sim = _simulate(trace, policy, opened, spec, options, rng, run_id, tmp,
-                                 shown.update if progress else None)
+                                 shown.update if progress else None, int(seed))
         cluster_obj = sim.cluster
         cap = (trace.machine_cap() if spec.kind == "fixed"
                else np.tile(cluster_obj.template, (len(cluster_obj.machine_ids), 1)))
@@ -189,18 +194,21 @@ def _settings(policy: Any, given: Mapping[str, Any], opened: Mapping[str, Any],
 
 def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: ClusterSpec,
               options: SimOptions, rng: np.random.Generator, run_id: str, tmp: Path,
-              on_progress: Any = None) -> tuple[Any, Simulation]:
+              on_progress: Any = None, seed: int = 0) -> tuple[Any, Simulation]:
     """Run the core with records going to scratch files, then write ``task_runs``."""
     scratch = tmp / ".scratch"
     scratch.mkdir()
     store = out.RecordStore(scratch)
-    cluster = build_cluster(spec, trace)
+    m = trace.machines
+    layout = InputLayout(spec, m["machine_id"].combine_chunks(), m["rack"], trace.stream,
+                         seed)
+    cluster = build_cluster(spec, trace, layout.racks)
     node_of = ({mid: i for i, mid in enumerate(cluster.machine_ids)}
                if spec.kind == "fixed" else None)
     refs = trace.dependency_refs()
     policy_obj = make_policy(policy, params)
     sim = Simulation(
-        cluster, policy_obj, trace.batches(node_of, set(refs)), store.write,
+        cluster, policy_obj, trace.batches(node_of, set(refs), layout), store.write,
         users=trace.users, queues=trace.queues, dep_refs=refs, options=options, rng=rng,
         units=trace.units, on_progress=on_progress,
     )

@@ -23,7 +23,9 @@ class ClusterSpec:
     ``kind`` is ``fixed`` (the trace's machines, with their add/remove times and downtime)
     or ``elastic`` (identical template nodes, scaled between ``min_nodes`` and
     ``max_nodes``).  ``billing_s`` is the billing granularity (1 = per second, 3600 = per
-    started hour); ``price_per_hour`` is charged for every provisioned node.
+    started hour); ``price_per_hour`` is charged for every provisioned node.  ``dfs`` and
+    its block layout, ``rack_size`` and the read rates describe storage and network
+    (``pipeline.replay.options``).
     """
 
     kind: str = "fixed"
@@ -38,13 +40,29 @@ class ClusterSpec:
     boot_delay_s: float = 120.0
     upscale_wait_s: float = 180.0
     idle_s: float = 60.0
+    dfs: str = "off"
+    block_mb: float = 128.0
+    replication: int = 3
+    rack_size: int = 30
+    node_mb_s: float = 128.0
+    rack_mb_s: float = 96.0
+    core_mb_s: float = 64.0
 
     def to_dict(self) -> dict[str, object]:
-        """The fields that matter for this kind of cluster (fixed: kind, price, billing)."""
+        """The fields that matter for this kind of cluster (fixed: no template or scaling)."""
         fields = asdict(self)
         if self.kind == "fixed":
-            return {k: fields[k] for k in ("kind", "price_per_hour", "billing_s")}
+            return {k: v for k, v in fields.items() if k not in ELASTIC_FIELDS}
         return fields
+
+    @property
+    def read_mb_s(self) -> tuple[float, float, float]:
+        """Read rates by locality level: node, rack, off-rack."""
+        return (self.node_mb_s, self.rack_mb_s, self.core_mb_s)
+
+
+ELASTIC_FIELDS = ("node_cpu", "node_mem", "node_gpu", "min_nodes", "max_nodes",
+                  "initial_nodes", "boot_delay_s", "upscale_wait_s", "idle_s")
 
 
 class NodeState:

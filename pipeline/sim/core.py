@@ -56,6 +56,12 @@ MAX_IDLE_WAKES = 1000
 # Scheduling points between two calls of the progress callback (cheap, and frequent enough:
 # a 1 M-task replay has a few thousand points per second of wall time).
 PROGRESS_EVERY = 256
+# MiB/s a task reads its input at: node-local (one disk), rack-local (through the top-of-rack
+# switch), off-rack (through the oversubscribed core).  Chosen so that a task that only reads
+# runs twice as fast node-local as off-rack, as the delay-scheduling paper measured for
+# IO-heavy work (Zaharia et al., EuroSys 2010, section 5: "up to 2x"); a 128 MiB HDFS block
+# takes 1 s, 1.33 s and 2 s.
+READ_MB_S = (128.0, 96.0, 64.0)
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,7 @@ class SimOptions:
     sched_interval_s: float = 1.0
     horizon_s: float | None = None
     censor_at_s: float | None = None
+    read_mb_s: tuple[float, float, float] = READ_MB_S
 
 
 @dataclass
@@ -111,7 +118,6 @@ class Simulation(Operations):
         self.heap = Heap()
         self.records = Records(sink)
         self.deps = Dependencies(dep_refs or {})
-        self.inputs: dict[int, np.ndarray] = {}
         self.queue = PendingQueue()
         self._incoming: list[tuple[np.ndarray, np.ndarray]] = []
         nodes = cluster.nodes
@@ -133,6 +139,7 @@ class Simulation(Operations):
         self.n_tasks = self.events = self.points = self.calls = self.placements = 0
         censor_at = self.options.censor_at_s
         self.open_flag = CENSORED if censor_at is not None else 0
+        self._read_rate = np.asarray(self.options.read_mb_s, dtype=np.float64)
         # the core stops censored tasks itself only when the run goes on past that time
         self._censor_due = censor_at is not None and (
             self.options.horizon_s is None or censor_at < self.options.horizon_s)
@@ -243,10 +250,10 @@ class Simulation(Operations):
                 limit, h.time, h.seq, h.slot, h.epoch, t.counters,
                 t.row, t.job, t.ready, t.first_start, t.start, t.req, t.used, t.state, t.node,
                 t.attempts, t.preemptions, t.evictions, t.wasted, t.epoch, t.flags,
-                t.locality, t.last_preempted, t.free_stack, n.alloc, n.used, n.ncont,
+                t.locality, t.last_preempted, t.read, t.free_stack, n.alloc, n.used, n.ncont,
                 n.idle_since, n.dirty, n.instance, r.row, r.instance, r.job, r.ready,
                 r.first_start, r.start, r.end, r.outcome, r.attempts, r.preemptions,
-                r.evictions, r.wasted, r.locality,
+                r.evictions, r.wasted, r.locality, r.read,
                 self._follow_slot, self._follow_end, IS_PARENT, self._clock,
             )
             if nf:
@@ -302,7 +309,12 @@ class Simulation(Operations):
         if b.recorded_start is not None:
             t.recorded_start[slots] = b.recorded_start[local]
             t.recorded_node[slots] = b.recorded_node[local]
-        if b.deps or b.task_id or b.inputs:
+        if b.inputs is not None:
+            t.inp[slots] = b.inputs[local]
+            t.flags[slots[b.has_inputs[local]]] |= HAS_INPUTS
+        if b.input_mb is not None:
+            t.input_mb[slots] = b.input_mb[local]
+        if b.deps or b.task_id:
             self._admit_sparse(b, local, slots)
         ok = t.state[slots] == PENDING
         self._incoming.append((t.submit[slots[ok]], slots[ok]))
@@ -310,9 +322,6 @@ class Simulation(Operations):
     def _admit_sparse(self, b: TaskBatch, local: np.ndarray, slots: np.ndarray) -> None:
         t = self.tasks
         for i, slot in zip(local.tolist(), slots.tolist(), strict=True):
-            if i in b.inputs:
-                self.inputs[slot] = b.inputs[i]
-                t.flags[slot] |= HAS_INPUTS
             if i in b.task_id and self.deps.is_parent(b.task_id[i]):
                 self.deps.slot_id[slot] = b.task_id[i]
                 t.flags[slot] |= IS_PARENT
@@ -354,7 +363,6 @@ class Simulation(Operations):
                                  np.full(len(slots), -1), self.remaining_work(at, slots))
         for s in slots[(t.flags[slots] & IS_PARENT) != 0].tolist():
             self.deps.fail(self.deps.slot_id[s], s)
-        self.inputs_drop(slots)
         t.release(slots)
 
     def _finish(self, end: float) -> None:

@@ -30,7 +30,8 @@ trace's units; node arrays are indexed by *node slot* ``0..n_nodes-1``, fixed fo
     ``req`` (m, 3), ``used`` (m, 2, NaN where unmeasured), ``user``/``queue``/``job`` (int
     codes), ``priority``, ``submit_s``, ``ready_s`` (when it became pending: submit, or its
     last parent's end), ``wait_s`` (now - ready), ``attempts`` (starts so far),
-    ``inputs_indptr``/``inputs_node`` (CSR list of node slots holding the task's input data),
+    ``inputs`` ((m, INPUT_WIDTH) node slots holding the task's input data, -1 padded; the
+    same as a CSR list in ``inputs_indptr``/``inputs_node``), ``input_mb`` (MiB it reads),
     ``row`` (the task's row in the trace, stable across runs), ``recorded_node`` and
     ``recorded_start_s`` (where and when the trace ran it: -1 / NaN where not recorded).
 ``view.running`` (:class:`RunningView`, only built for policies with ``needs_running =
@@ -177,12 +178,11 @@ class _TaskColumns:
 class PendingView(_TaskColumns):
     """Pending requests in queue order; each attribute is gathered on first access."""
 
-    def __init__(self, now: float, slots: np.ndarray, table: object, inputs: dict,
+    def __init__(self, now: float, slots: np.ndarray, table: object,
                  req: np.ndarray | None = None) -> None:
         self.now = now
         self._slots = slots
         self._t = table
-        self._inputs = inputs
         if req is not None:  # the core keeps requests in queue order already
             self.__dict__["req"] = req
 
@@ -209,14 +209,22 @@ class PendingView(_TaskColumns):
         return self._take("recorded_start")
 
     @cached_property
+    def inputs(self) -> np.ndarray:
+        """(n, INPUT_WIDTH) node slots holding each task's input, -1 padded."""
+        return self._take("inp")
+
+    @cached_property
+    def input_mb(self) -> np.ndarray:
+        """MiB each task reads (NaN: not stated)."""
+        return self._take("input_mb")
+
+    @cached_property
     def _csr(self) -> tuple[np.ndarray, np.ndarray]:
-        flags = self._t.flags[self._slots]  # type: ignore[attr-defined]
-        lists = [self._inputs[int(s)] if f & 1 else EMPTY
-                 for s, f in zip(self._slots, flags, strict=True)]
-        indptr = np.zeros(len(lists) + 1, dtype=np.int64)
-        indptr[1:] = np.cumsum([len(x) for x in lists])
-        nodes = np.concatenate(lists).astype(np.int64) if lists else EMPTY
-        return readonly(indptr), readonly(nodes)
+        rows = self.inputs
+        have = rows >= 0
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(have.sum(axis=1), out=indptr[1:])
+        return readonly(indptr), readonly(rows[have].astype(np.int64))
 
     @property
     def inputs_indptr(self) -> np.ndarray:

@@ -78,9 +78,10 @@ def heap_top(ht, hs, hslot, hep, counters, task_epoch):
 def complete_until(limit, ht, hs, hslot, hep, counters,
                    t_row, t_job, t_ready, t_first, t_start, t_req, t_used, t_state, t_node,
                    t_attempts, t_pre, t_evi, t_wasted, t_epoch, t_flags, t_loc, t_lastpre,
-                   free_stack, n_alloc, n_used, n_ncont, n_idle, n_dirty, n_instance,
+                   t_read, free_stack, n_alloc, n_used, n_ncont, n_idle, n_dirty, n_instance,
                    r_row, r_inst, r_job, r_ready, r_first, r_start, r_end, r_out, r_att,
-                   r_pre, r_evi, r_wasted, r_loc, follow_slot, follow_end, parent_flag, clock):
+                   r_pre, r_evi, r_wasted, r_loc, r_read, follow_slot, follow_end, parent_flag,
+                   clock):
     """Finish tasks whose end is ``<= limit``, in time order; record them and free slots.
 
     Freed slots are reset for reuse.  Finished slots flagged ``parent_flag`` are listed in
@@ -118,6 +119,8 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
         r_evi[i] = t_evi[s]
         r_wasted[i] = t_wasted[s]
         r_loc[i] = t_loc[s]
+        r_read[i, 0] = t_read[s, 0]
+        r_read[i, 1] = t_read[s, 1]
         counters[REC_N] = i + 1
         counters[N_DONE] += 1
         t_epoch[s] += 1
@@ -138,6 +141,8 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
         t_flags[s] = 0
         t_loc[s] = -1
         t_lastpre[s] = False
+        t_read[s, 0] = 0.0
+        t_read[s, 1] = 0.0
         free_stack[counters[FREE_TOP]] = s
         counters[FREE_TOP] += 1
     return 0, nf
@@ -161,15 +166,49 @@ def _release_node(nd, s, end, t_req, t_used, n_alloc, n_used, n_ncont, n_idle, n
     n_dirty[nd] = True
 
 
+@njit(cache=True, inline="always")
+def locality_level(inputs, nd, n_rack):
+    """0 node-local (``nd`` holds the data), 1 rack-local (a node of ``nd``'s rack does),
+    2 off-rack; ``inputs`` lists node slots, -1 padded (none: the data is on no node here,
+    as on an elastic cluster, so the read is remote)."""
+    level = 2
+    rack = n_rack[nd]
+    for k in range(len(inputs)):
+        x = inputs[k]
+        if x < 0:
+            break
+        if x == nd:
+            return 0
+        if rack >= 0 and n_rack[x] == rack:
+            level = 1
+    return level
+
+
+@njit(cache=True, inline="always")
+def run_time(duration, speed, mb, level, read_rate):
+    """Seconds a task runs: ``duration`` is its run time on a speed-1.0 machine reading its
+    ``mb`` MiB of input node-locally; the compute part scales with the machine's speed, the
+    read goes at ``read_rate[level]`` MiB/s (node, rack, off-rack)."""
+    if not mb > 0:  # NaN or zero: nothing read beyond what the duration holds
+        return duration / speed
+    local = mb / read_rate[0]
+    compute = duration - local if duration > local else 0.0
+    return compute / speed + mb / read_rate[level]
+
+
 @njit(cache=True)
 def apply_placements(now, req_idx, node_idx, pend_slots, ht, hs, hslot, hep, counters,
                      t_duration, t_req, t_used, t_state, t_node, t_start, t_first,
                      t_attempts, t_epoch, t_flags, open_flag, n_cap, n_alloc, n_used, n_ncont,
-                     n_state, n_speed, n_dirty):
+                     n_state, n_speed, n_dirty, t_inp, t_input_mb, t_loc, t_read, n_rack,
+                     read_rate, inputs_flag):
     """Check and apply placements in order; return (-1, 0) or (bad index, reason code).
 
     A task flagged ``open_flag`` (censored: 0 when the run censors nothing) never completes
-    on its own: the core stops it when the trace's window closes.
+    on its own: the core stops it when the trace's window closes.  A task flagged
+    ``inputs_flag`` gets its locality here (:func:`locality_level`) and a task that reads
+    ``t_input_mb`` runs for :func:`run_time`; the MiB it read across a rack or the core are
+    added to ``t_read``.
     Reason codes: 1 request index out of range, 2 node index out of range, 3 request
     already placed, 4 node not up, 5 does not fit the node's free capacity.
     """
@@ -204,6 +243,14 @@ def apply_placements(now, req_idx, node_idx, pend_slots, ht, hs, hslot, hep, cou
         if np.isnan(t_first[s]):
             t_first[s] = now
         t_attempts[s] += 1
-        end = np.inf if t_flags[s] & open_flag else now + t_duration[s] / n_speed[nd]
+        level = 0
+        if t_flags[s] & inputs_flag:
+            level = locality_level(t_inp[s], nd, n_rack)
+            t_loc[s] = level
+        mb = t_input_mb[s]
+        if level > 0 and mb > 0:
+            t_read[s, level - 1] += mb
+        end = np.inf if t_flags[s] & open_flag else now + run_time(
+            t_duration[s], n_speed[nd], mb, level, read_rate)
         heap_push(ht, hs, hslot, hep, counters, end, s, t_epoch[s])
     return -1, 0

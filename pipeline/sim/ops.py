@@ -38,7 +38,7 @@ class Operations:
         self._apply(at, decisions)
 
     def pending_view(self: Simulation, at: float) -> PendingView:
-        return PendingView(at, readonly(self.queue.slots), self.tasks, self.inputs,
+        return PendingView(at, readonly(self.queue.slots), self.tasks,
                            req=readonly(self.queue.req))
 
     def running_view(self: Simulation, at: float) -> RunningView:
@@ -74,7 +74,8 @@ class Operations:
             at, req, node, self.queue.slots, h.time, h.seq, h.slot, h.epoch, t.counters,
             t.duration, t.req, t.used, t.state, t.node, t.start, t.first_start, t.attempts,
             t.epoch, t.flags, self.open_flag, n.cap, n.alloc, n.used, n.ncont, n.state,
-            n.speed, n.dirty,
+            n.speed, n.dirty, t.inp, t.input_mb, t.locality, t.read, n.rack,
+            self._read_rate, HAS_INPUTS,
         )
         if bad >= 0:
             r, nd = int(req[bad]), int(node[bad])
@@ -89,22 +90,6 @@ class Operations:
         self.last_s = max(self.last_s, at)
         placed = self.queue.remove(req)
         t.last_preempted[placed] = False
-        with_inputs = placed[(t.flags[placed] & HAS_INPUTS) != 0]
-        if len(with_inputs):
-            self._set_locality(with_inputs)
-
-    def _set_locality(self: Simulation, slots: np.ndarray) -> None:
-        """node / rack / any: where each started task ran relative to its input data."""
-        t, rack = self.tasks, self.cluster.nodes.rack
-        for s in slots.tolist():
-            nd = int(t.node[s])
-            where = self.inputs[s]
-            if np.any(where == nd):
-                t.locality[s] = 0
-            elif rack[nd] >= 0 and np.any(rack[where] == rack[nd]):
-                t.locality[s] = 1
-            else:
-                t.locality[s] = 2
 
     def _stops(self: Simulation, at: float, preempt: np.ndarray, kill: np.ndarray) -> None:
         slots = self._running_slots
@@ -155,7 +140,6 @@ class Operations:
         self.records.write_slots(t.counters, t, slots, outcome, at, inst, remaining)
         for s in slots[(t.flags[slots] & IS_PARENT) != 0].tolist():
             self.deps.fail(self.deps.slot_id[s], s)
-        self.inputs_drop(slots)
         t.release(slots)
 
     def remaining_work(self: Simulation, at: float, slots: np.ndarray) -> np.ndarray:
@@ -166,10 +150,6 @@ class Operations:
         done = np.where(running, (at - t.start[slots]) * self.cluster.nodes.speed[
             np.maximum(t.node[slots], 0)], 0.0)
         return np.maximum(t.duration[slots] - np.nan_to_num(done), 0.0)
-
-    def inputs_drop(self: Simulation, slots: np.ndarray) -> None:
-        for s in slots.tolist():
-            self.inputs.pop(s, None)
 
     def _evict_node(self: Simulation, at: float, node: int) -> None:
         """A node goes down: its running tasks lose their work and go back to the queue."""

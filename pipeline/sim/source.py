@@ -30,9 +30,13 @@ class TaskBatch:
     censored: np.ndarray | None = None  # bool per row: the trace saw it running at its end
     recorded_node: np.ndarray | None = None  # node slot the trace ran it on (-1: unknown)
     recorded_start: np.ndarray | None = None  # when the trace started it (NaN: unknown)
+    # node slots holding each task's input, (n, INPUT_WIDTH) int32, -1 padded; has_inputs:
+    # whether the task has input data somewhere (on an elastic cluster it is on no node)
+    inputs: np.ndarray | None = None
+    has_inputs: np.ndarray | None = None
+    input_mb: np.ndarray | None = None  # MiB each task reads (NaN: not stated)
     deps: dict[int, list[str]] = field(default_factory=dict)
     task_id: dict[int, str] = field(default_factory=dict)
-    inputs: dict[int, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.row)

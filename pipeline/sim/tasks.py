@@ -18,6 +18,8 @@ FREE, BLOCKED, PENDING, RUNNING, DONE = 0, 1, 2, 3, 4
 OUTCOMES = ("finished", "preempted", "killed", "unschedulable", "unfinished")
 FINISHED, PREEMPTED, KILLED, UNSCHEDULABLE, UNFINISHED = range(5)
 LOCALITIES = ("node", "rack", "any")
+# Most machines a task's input lists (the first ones are kept; HDFS replication is 3).
+INPUT_WIDTH = 8
 # Indices into the int64 ``counters`` array shared with the kernels.
 HEAP_N, HEAP_SEQ, REC_N, FREE_TOP, N_DONE = range(5)
 
@@ -35,6 +37,9 @@ _TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float]] = {
     "last_preempted": (np.bool_, (), False),
     # where and when the trace ran the task (-1 / NaN: not recorded), for the reference replay
     "recorded_node": (np.int32, (), -1), "recorded_start": (np.float64, (), np.nan),
+    # node slots holding the task's input (-1 padded), MiB it reads, MiB read (rack, core)
+    "inp": (np.int32, (INPUT_WIDTH,), -1), "input_mb": (np.float64, (), np.nan),
+    "read": (np.float64, (2,), 0.0),
 }
 # Bits of ``flags``.  CENSORED: the trace records the task still running at its window's
 # end, so its recorded duration is a lower bound and it runs until the core stops it there.
@@ -142,6 +147,7 @@ class RecordChunk:
     wasted: np.ndarray
     locality: np.ndarray
     remaining: np.ndarray
+    read: np.ndarray  # (n, 2) MiB read from another node of the rack, and across racks
 
 
 RecordSink = Callable[[RecordChunk], None]
@@ -150,8 +156,9 @@ _REC_FIELDS = {
     "first_start": np.float64, "start": np.float64, "end": np.float64, "outcome": np.int8,
     "attempts": np.int32,
     "preemptions": np.int32, "evictions": np.int32, "wasted": np.float64, "locality": np.int8,
-    "remaining": np.float64,
+    "remaining": np.float64, "read": np.float64,
 }
+_REC_SHAPES = {"read": (2,)}
 
 
 class Records:
@@ -166,7 +173,7 @@ class Records:
         self.sink = sink
         self.capacity = capacity
         for name, dtype in _REC_FIELDS.items():
-            setattr(self, name, np.zeros(capacity, dtype=dtype))
+            setattr(self, name, np.zeros((capacity, *_REC_SHAPES.get(name, ())), dtype=dtype))
         self.flushed = 0
 
     def flush(self, counters: np.ndarray) -> None:
@@ -205,6 +212,7 @@ class Records:
             self.evictions[i:j] = t.evictions[part]
             self.wasted[i:j] = t.wasted[part]
             self.locality[i:j] = t.locality[part]
+            self.read[i:j] = t.read[part]
             self.remaining[i:j] = (remaining if np.isscalar(remaining)
                                    else remaining[lo : lo + len(part)])
             counters[REC_N] = j
@@ -227,6 +235,7 @@ class Records:
             self.evictions[i:j] = 0
             self.wasted[i:j] = 0.0
             self.locality[i:j] = -1
+            self.read[i:j] = 0.0
             self.remaining[i:j] = (remaining if np.isscalar(remaining)
                                    else remaining[lo : lo + len(part)])
             counters[REC_N] = j

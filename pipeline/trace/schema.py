@@ -14,8 +14,9 @@ run them but metrics do not count them as work), and ``recorded_machine_id``/
 ``recorded`` reference replay starts it there and then).  ``task_kind`` is ``map``/``reduce``
 where the trace distinguishes MapReduce phases (SWIM, Rumen/SLS, Alibaba M/R tasks), null
 otherwise; ``input_file`` names the (anonymized) input file a task reads where the trace
-shares inputs between jobs (SWIM FB-2010 paths), so the ``dfs`` model places one file once.  ``machine_downtime`` is an optional
-table of intervals during which a machine was removed from the trace's cluster.
+shares inputs between jobs (SWIM FB-2010 paths), so the ``dfs`` model places one file once.
+``machine_downtime`` is an optional table of intervals during which a machine was removed
+from the trace's cluster.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from pipeline.sim import (
     TaskBatch,
 )
 from pipeline.sim.interface import SchedView
-from pipeline.sim.tasks import LOCALITIES, OUTCOMES, RecordChunk
+from pipeline.sim.tasks import INPUT_WIDTH, LOCALITIES, OUTCOMES, RecordChunk
 
 
 def cluster(n: int = 2, cpu: float = 4.0, mem: float = 4.0,
@@ -180,10 +180,46 @@ def test_speed_scales_duration_and_inputs_give_locality() -> None:
     clu = cluster(n=2)
     clu.nodes.speed[:] = [2.0, 2.0]
     clu.nodes.rack[:] = [0, 0]
-    b = batch([0, 0], [10, 10], inputs={0: np.array([0]), 1: np.array([1])})
+    b = batch([0, 0], [10, 10], inputs=_inputs([[0], [1]]), has_inputs=np.ones(2, bool))
     recs, _ = run(clu, [b])
     assert recs[0]["end"] == 5.0
     assert {recs[0]["locality"], recs[1]["locality"]} <= {"node", "rack"}
+
+
+def _inputs(rows: list[list[int]]) -> np.ndarray:
+    out = np.full((len(rows), INPUT_WIDTH), -1, np.int32)
+    for i, r in enumerate(rows):
+        out[i, :len(r)] = r
+    return out
+
+
+def test_reading_input_takes_longer_the_farther_the_data() -> None:
+    """duration_s holds a node-local read; a rack-local or off-rack read adds the difference
+    at the rates given (compute scales with speed, reading does not), and the MiB read
+    through the rack switch or the core are counted."""
+    clu = cluster(n=3)
+    clu.nodes.rack[:] = [0, 0, 1]
+    clu.nodes.speed[:] = [1.0, 1.0, 2.0]
+    # one task per node (cpu 4 fills a node): inputs on node 0 only, 128 MiB each
+    b = batch([0, 0, 0], [10, 10, 10], cpu=[4.0] * 3, inputs=_inputs([[0], [0], [0]]),
+              has_inputs=np.ones(3, bool), input_mb=np.full(3, 128.0))
+    recs, _ = run(clu, [b], read_mb_s=(128.0, 64.0, 32.0))
+    by_loc = {r["locality"]: r for r in recs.values()}
+    assert by_loc["node"]["end"] == 10.0
+    assert by_loc["rack"]["end"] == 9.0 + 2.0  # 9 s compute + 128/64
+    assert by_loc["any"]["end"] == 9.0 / 2.0 + 4.0  # compute at speed 2, read 128/32
+    assert list(by_loc["node"]["read"]) == [0.0, 0.0]
+    assert list(by_loc["rack"]["read"]) == [128.0, 0.0]
+    assert list(by_loc["any"]["read"]) == [0.0, 128.0]
+
+
+def test_input_on_no_node_here_is_read_remotely() -> None:
+    """Elastic clusters: the data is on none of the nodes (-1 only), so the read is remote."""
+    clu = cluster(n=1)
+    b = batch([0], [10], inputs=_inputs([[]]), has_inputs=np.ones(1, bool),
+              input_mb=np.array([64.0]))
+    recs, _ = run(clu, [b], read_mb_s=(64.0, 32.0, 16.0))
+    assert recs[0]["locality"] == "any" and recs[0]["end"] == 9.0 + 4.0
 
 
 def test_elastic_upscales_after_wait_and_releases_idle_nodes() -> None:
