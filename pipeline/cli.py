@@ -78,7 +78,7 @@ def _fail(error: TraceError) -> NoReturn:
 @user_errors
 def generate(
     out: Annotated[Path, typer.Argument(help="Directory to write the raw trace into.")],
-    fmt: Annotated[str, typer.Option("--format", help="google2011 or alibaba2018.")
+    fmt: Annotated[str, typer.Option("--format", help="google2011, alibaba2018 or swim.")
                    ] = "google2011",
     machines: Annotated[int, typer.Option(help="Number of machines.")] = 200,
     hours: Annotated[float, typer.Option(help="Length of the trace window in hours.")] = 24.0,
@@ -109,7 +109,8 @@ def generate(
 @app.command()
 @user_errors
 def ingest(
-    fmt: Annotated[str, typer.Argument(help="Source format, e.g. google2011, alibaba2018.")],
+    fmt: Annotated[str, typer.Argument(
+        help="Source format: google2011, alibaba2017, alibaba2018, swim or sls.")],
     src: Annotated[Path, typer.Argument(help="Directory holding the raw published files.")],
     out: Annotated[Path, typer.Argument(help="Canonical trace directory to write.")],
     progress: Annotated[bool, typer.Option(

@@ -12,6 +12,7 @@ ADAPTERS: dict[str, str] = {
     "google2011": "pipeline.ingest.google2011:Google2011",
     "alibaba2017": "pipeline.ingest.alibaba2017:Alibaba2017",
     "alibaba2018": "pipeline.ingest.alibaba2018:Alibaba2018",
+    "swim": "pipeline.ingest.swim:Swim",
     "sls": "pipeline.ingest.sls:Sls",
 }
 
