@@ -265,7 +265,7 @@ def bench(
     seed: Annotated[int, typer.Option(help="Seed of the synthetic workload.")] = 0,
     cluster: Annotated[str, typer.Option(help="fixed or elastic.")] = "fixed",
     set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE",
-                                                   help="Policy parameter; repeatable.")
+                                                   help="Policy or cluster option; repeatable.")
                     ] = None,
 ) -> None:
     """Time the replay core on a generated workload; print one JSON line."""

@@ -23,6 +23,7 @@ from typing import Any
 from pipeline.bench.workload import synthetic_workload
 from pipeline.policies import policy_class
 from pipeline.replay import replay
+from pipeline.replay.options import CLUSTER_PARAMS
 
 
 def peak_rss_mb() -> float:
@@ -36,20 +37,24 @@ def bench(policy: str, machines: int = 12_500, tasks: int = 1_000_000, seed: int
           workdir: Path | None = None) -> dict[str, Any]:
     """Replay a synthetic workload of ``tasks`` tasks on ``machines`` nodes; return figures."""
     policy_class(policy)  # fail fast on an unknown name
+    given = dict(params or {})
+    cluster_options = {k: given.pop(k) for k in list(given) if k in CLUSTER_PARAMS}
+    params = given
     with tempfile.TemporaryDirectory(dir=workdir, prefix="tracereplay-bench-") as tmp:
         trace = synthetic_workload(Path(tmp) / "trace", machines, tasks, seed)
         started = time.perf_counter()
         tiny = synthetic_workload(Path(tmp) / "tiny", 20, 200, seed)
-        replay(tiny, policy, params or {}, seed, Path(tmp) / "tiny-run", cluster=cluster,
-               drain=True)
+        replay(tiny, policy, params, seed, Path(tmp) / "tiny-run", cluster=cluster,
+               cluster_options=cluster_options, drain=True)
         startup = time.perf_counter() - started
         started = time.perf_counter()
-        result = replay(trace, policy, params or {}, seed, Path(tmp) / "run", cluster=cluster,
-                        drain=True)
+        result = replay(trace, policy, params, seed, Path(tmp) / "run", cluster=cluster,
+                        cluster_options=cluster_options, drain=True)
         wall = time.perf_counter() - started
     summary = result.run["summary"]
     return {
         "policy": policy, "machines": machines, "tasks": tasks, "cluster": cluster,
+        **({"settings": {**params, **cluster_options}} if params or cluster_options else {}),
         "wall_s": round(wall, 3), "startup_s": round(startup, 3),
         "tasks_per_s": round(tasks / wall, 1),
         "events_per_s": round(summary["events"] / wall, 1),
@@ -59,6 +64,7 @@ def bench(policy: str, machines: int = 12_500, tasks: int = 1_000_000, seed: int
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "util_alloc_cpu": result.metrics.get("util_alloc_cpu"),
         "tasks_finished": result.metrics.get("tasks_finished"),
+        "locality_node": result.metrics.get("locality_node"),
     }
 
 

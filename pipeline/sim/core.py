@@ -25,8 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.sim import kernels
-from pipeline.sim.cluster import FixedCluster
+from pipeline.sim.cluster import UP, FixedCluster
 from pipeline.sim.deps import Dependencies
+from pipeline.sim.heartbeat import Heartbeats
 from pipeline.sim.interface import ClusterInfo, NodeView, Policy, SchedView, readonly
 from pipeline.sim.ops import Operations
 from pipeline.sim.pending import PendingQueue
@@ -140,6 +141,10 @@ class Simulation(Operations):
         censor_at = self.options.censor_at_s
         self.open_flag = CENSORED if censor_at is not None else 0
         self._read_rate = np.asarray(self.options.read_mb_s, dtype=np.float64)
+        beat = getattr(policy, "heartbeat_s", None)  # heartbeat-driven policies only
+        self._heartbeats = (Heartbeats(len(nodes), float(beat), int(self.rng.integers(2**62)))
+                            if beat else None)
+        self._hb_from = -np.inf
         # the core stops censored tasks itself only when the run goes on past that time
         self._censor_due = censor_at is not None and (
             self.options.horizon_s is None or censor_at < self.options.horizon_s)
@@ -395,4 +400,17 @@ class Simulation(Operations):
         nodes.dirty[:] = False
         running = self.running_view(at) if getattr(self.policy, "needs_running", False) else None
         return SchedView(now=at, cluster=self.info, nodes=self.node_view,
-                         pending=self.pending_view(at), running=running)
+                         pending=self.pending_view(at), running=running,
+                         offers=self._offers(at) if self._heartbeats is not None else None)
+
+    def _offers(self, at: float) -> tuple[np.ndarray, np.ndarray]:
+        """Up nodes' heartbeats since the previous call (``self._hb_from``) up to ``at``, at
+        most one interval's: a node's earlier reports in a longer gap offered the room it
+        offers now to the same waiting work (the policy asks to be woken every interval
+        while work waits, so a longer gap means nothing was waiting)."""
+        assert self._heartbeats is not None
+        beats = self._heartbeats
+        nodes, times = beats.between(max(self._hb_from, at - beats.h), at)
+        self._hb_from = at
+        up = self.cluster.nodes.state[nodes] == UP
+        return readonly(nodes[up]), readonly(times[up])

@@ -274,6 +274,9 @@ class SchedView:
     nodes: NodeView
     pending: PendingView
     running: RunningView | None = None
+    # node heartbeats since the policy's previous call, for policies with ``heartbeat_s``
+    # (:mod:`pipeline.sim.heartbeat`): up node slots in report order, and report times
+    offers: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass

@@ -1,0 +1,322 @@
+"""Delay scheduling over node heartbeats, compiled (Zaharia et al., EuroSys 2010).
+
+One call walks the heartbeats since the previous call (:mod:`pipeline.sim.heartbeat`) in
+time order.  A heartbeat from a node with room for some pending request is a scheduling
+opportunity; jobs are visited in fair-sharing order (fewest running tasks first, then job
+code), and the first job that launches ends the visit; the node is then offered again
+(Hadoop 1's FairScheduler fills every free slot of a heartbeat, one task at a time, re-sorting
+jobs after each) until no job launches.  For a visited job, in order:
+
+1. a task with data on the node (node-local) launches, and the job's locality state resets
+   (skip count 0; two-level: level node, wait 0);
+2. a task with no input data (reduces, inputs unknown) launches: delay scheduling only
+   delays tasks that have a locality preference (Hadoop 1 delays maps only);
+3. otherwise the delay rule decides:
+
+   - ``mode 0`` (Algorithm 2, skip count ``D``): if the job was skipped ``D`` times it
+     launches any task (the skip count is *not* reset by a non-local launch: the paper's
+     Algorithm 2 resets it only on a local launch); else its skip count grows and the next
+     job is visited;
+   - ``mode 1`` (Hadoop 1.x HFS, ``FairScheduler.getAllowedLocalityLevel`` with separate
+     node and rack delays ``W1``/``W2``): last launch node-local -> rack allowed once the
+     job waited ``W1``, anywhere once it waited ``W1 + W2``; last launch rack-local ->
+     anywhere once it waited ``W2``; last launch off-rack -> anywhere.  A rack-local task
+     launches when rack is allowed; any task when anywhere is.  A launch sets the level to
+     the launched task's locality and the wait to 0.  A job that is visited and skipped is
+     marked; at the next heartbeat (of any node) every marked job's wait grows by the time
+     since the previous heartbeat and the mark is cleared (``skippedAtLastHeartbeat``).
+
+Only tasks ready by a heartbeat's time can use it, and only tasks whose request fits the
+node's free room (resources, not slots: tracereplay's nodes have cpu/memory/gpu; a "free
+slot" is room for the task).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+NODE, RACK, ANY = 0, 1, 2
+
+
+@njit(cache=True)
+def _fits(r, free, nd):
+    return r[0] <= free[nd, 0] + 1e-9 and r[1] <= free[nd, 1] + 1e-9 and \
+        r[2] <= free[nd, 2] + 1e-9
+
+
+@njit(cache=True)
+def _local(rows, inputs, nd, rack, n_rack):
+    """Locality of a task with ``inputs`` row if run on ``nd`` (2 when it has none: -1)."""
+    level = ANY
+    for k in range(inputs.shape[1]):
+        x = inputs[rows, k]
+        if x < 0:
+            break
+        if x == nd:
+            return NODE
+        if rack >= 0 and n_rack[x] == rack:
+            level = RACK
+    return level
+
+
+@njit(cache=True)
+def _first(cur, k, hi, by_job, done, ready, req, free, nd, tau):
+    """First task in ``by_job[cur[k]:hi]`` not done, ready at ``tau`` and fitting ``nd``
+    (-1 if none); ``cur[k]`` first moves past the done ones."""
+    q = cur[k]
+    while q < hi and done[by_job[q]]:
+        q += 1
+    cur[k] = q
+    for q in range(cur[k], hi):
+        i = by_job[q]
+        if not done[i] and ready[i] <= tau and _fits(req[i], free, nd):
+            return i
+    return -1
+
+
+@njit(cache=True)
+def _best_in(lst_lo, lst_hi, lst, done, ready, req, free, nd, tau, job, slot, best, touched,
+             n_touched):
+    """For every job, its first task (queue order) in ``lst[lst_lo:lst_hi]`` usable on
+    ``nd`` now, into ``best`` (by job index); returns the new count of ``touched``."""
+    for q in range(lst_lo, lst_hi):
+        i = lst[q]
+        if done[i] or ready[i] > tau or not _fits(req[i], free, nd):
+            continue
+        k = slot[job[i]]
+        if best[k] < 0:
+            touched[n_touched] = k
+            n_touched += 1
+            best[k] = i
+        elif i < best[k]:
+            best[k] = i
+    return n_touched
+
+
+@njit(cache=True)
+def _csr(n_keys, task_keys, n_per_task):
+    """Key -> tasks lists from ``task_keys`` ((tasks, width), -1 padded), tasks ascending."""
+    counts = np.zeros(n_keys + 1, np.int64)
+    n_t = task_keys.shape[0]
+    for i in range(n_t):
+        for c in range(n_per_task):
+            x = task_keys[i, c]
+            if x < 0:
+                break
+            counts[x + 1] += 1
+    ptr = np.cumsum(counts)
+    fill = ptr[:-1].copy()
+    lst = np.empty(ptr[-1], np.int64)
+    for i in range(n_t):
+        for c in range(n_per_task):
+            x = task_keys[i, c]
+            if x < 0:
+                break
+            lst[fill[x]] = i
+            fill[x] += 1
+    return ptr, lst
+
+
+@njit(cache=True)
+def _task_racks(inputs, n_rack):
+    """Each task's distinct racks holding its input (-1 padded)."""
+    out = np.full(inputs.shape, -1, np.int64)
+    for i in range(inputs.shape[0]):
+        m = 0
+        for c in range(inputs.shape[1]):
+            x = inputs[i, c]
+            if x < 0:
+                break
+            r = n_rack[x]
+            if r < 0:
+                continue
+            seen = False
+            for e in range(m):
+                seen = seen or out[i, e] == r
+            if not seen:
+                out[i, m] = r
+                m += 1
+    return out
+
+
+@njit(cache=True)
+def _allowed(level, wait, w1, w2):
+    """``getAllowedLocalityLevel`` with node delay ``w1`` and rack delay ``w2``."""
+    if level == NODE:
+        if wait >= w1 + w2:
+            return ANY
+        return RACK if wait >= w1 else NODE
+    if level == RACK:
+        return ANY if wait >= w2 else RACK
+    return ANY
+
+
+@njit(cache=True)
+def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, has_in,
+                   order, running, skip, level, wait, skipped, last_hb, mode, d, w1, w2,
+                   out_req, out_node):
+    """Place pending tasks on the heartbeats ``off_*``; return (placements, last heartbeat).
+
+    ``free`` (nodes, 3) is updated; ``order`` lists the jobs with pending tasks in fair
+    order (``running`` per job code, updated); ``skip``/``level``/``wait``/``skipped`` are
+    per job code and persist between calls; ``last_hb`` is the previous heartbeat's time.
+    Node-local and rack-local candidates come from node -> task and rack -> task lists
+    built once per call, so a heartbeat costs the tasks with data on its node, not all.
+    """
+    n_p = len(ready)
+    n_j = len(order)
+    n_nodes = free.shape[0]
+    # tasks by job, those without input data first, queue order within each group
+    by_job = np.argsort(job * 2 + has_in, kind="mergesort")
+    slot = np.full(int(job.max()) + 1 if n_p else 1, -1, np.int64)
+    for k in range(n_j):
+        slot[order[k]] = k
+    job_lo = np.zeros(n_j, np.int64)
+    job_mid = np.zeros(n_j, np.int64)
+    job_hi = np.zeros(n_j, np.int64)
+    for q in range(n_p):
+        i = by_job[q]
+        k = slot[job[i]]
+        if job_hi[k] == 0:
+            job_lo[k] = q
+            job_mid[k] = q
+        if not has_in[i]:
+            job_mid[k] = q + 1
+        job_hi[k] = q + 1
+    cur_free = job_lo.copy()  # cursors past done tasks: without inputs, with inputs
+    cur_in = job_mid.copy()
+    node_ptr, node_lst = _csr(n_nodes, inputs, inputs.shape[1])
+    n_racks = int(n_rack.max()) + 1 if n_nodes else 0
+    if mode == 1 and n_racks > 0:
+        rack_ptr, rack_lst = _csr(n_racks, _task_racks(inputs, n_rack), inputs.shape[1])
+    else:
+        rack_ptr, rack_lst = np.zeros(1, np.int64), np.zeros(0, np.int64)
+    done = np.zeros(n_p, np.bool_)
+    left = n_p
+    min_r = np.full(3, np.inf)
+    for i in range(n_p):
+        for r in range(3):
+            min_r[r] = min(min_r[r], req[i, r])
+    marked = np.empty(n_j, np.int64)
+    n_marked = 0
+    for k in range(n_j):
+        if skipped[order[k]]:
+            marked[n_marked] = order[k]
+            n_marked += 1
+    local_best = np.full(n_j, -1, np.int64)
+    rack_best = np.full(n_j, -1, np.int64)
+    touched = np.empty(n_j, np.int64)
+    touched_r = np.empty(n_j, np.int64)
+    n_out = 0
+    pos = np.arange(n_j)  # pos[k]: rank in the fair order of the job at index k
+    rank = np.arange(n_j)  # rank -> job index k
+    n_free = np.zeros(n_j, np.int64)  # pending tasks left per job: without, with inputs
+    n_in = np.zeros(n_j, np.int64)
+    first_in = np.full(n_j, np.inf)  # earliest ready time of a job's tasks with inputs
+    for k in range(n_j):
+        n_free[k] = job_mid[k] - job_lo[k]
+        n_in[k] = job_hi[k] - job_mid[k]
+        for q in range(job_mid[k], job_hi[k]):
+            first_in[k] = min(first_in[k], ready[by_job[q]])
+    for o in range(len(off_node)):
+        tau = off_time[o]
+        nd = off_node[o]
+        if free[nd, 0] + 1e-9 < min_r[0] or free[nd, 1] + 1e-9 < min_r[1] or \
+                free[nd, 2] + 1e-9 < min_r[2]:
+            continue  # a node without room asks for no task (Hadoop 1: acceptNewTasks)
+        if mode == 1:
+            for m in range(n_marked):
+                wait[marked[m]] += tau - last_hb
+                skipped[marked[m]] = False
+            n_marked = 0
+        last_hb = tau
+        rack = n_rack[nd]
+        while left > 0:
+            if free[nd, 0] + 1e-9 < min_r[0] or free[nd, 1] + 1e-9 < min_r[1] or \
+                    free[nd, 2] + 1e-9 < min_r[2]:
+                break
+            n_t = _best_in(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, req, free,
+                           nd, tau, job, slot, local_best, touched, 0)
+            n_tr = -1  # rack candidates: computed on first need
+            chosen = -1
+            got = ANY
+            for rk in range(n_j):
+                k = rank[rk]
+                if local_best[k] >= 0:
+                    chosen, got = local_best[k], NODE
+                    break
+                if n_free[k] > 0:
+                    i = _first(cur_free, k, job_mid[k], by_job, done, ready, req, free, nd,
+                               tau)
+                    if i >= 0:
+                        chosen, got = i, -1
+                        break
+                if n_in[k] == 0 or first_in[k] > tau:
+                    continue  # no task of this job to run yet: not visited
+                j = order[k]
+                if mode == 0:
+                    if skip[j] < d:
+                        skip[j] += 1  # "j has an unlaunched task": skipped
+                        continue
+                    i = _first(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau)
+                    if i >= 0:
+                        chosen, got = i, _local(i, inputs, nd, rack, n_rack)
+                        break
+                    continue
+                allowed = _allowed(level[j], wait[j], w1, w2)
+                if allowed >= RACK and rack >= 0:
+                    if n_tr < 0:
+                        n_tr = _best_in(rack_ptr[rack], rack_ptr[rack + 1], rack_lst, done,
+                                        ready, req, free, nd, tau, job, slot, rack_best,
+                                        touched_r, 0)
+                    if rack_best[k] >= 0:
+                        chosen, got = rack_best[k], RACK
+                        break
+                if allowed == ANY:
+                    i = _first(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau)
+                    if i >= 0:
+                        chosen, got = i, _local(i, inputs, nd, rack, n_rack)
+                        break
+                    continue
+                if not skipped[j]:
+                    skipped[j] = True
+                    marked[n_marked] = j
+                    n_marked += 1
+            for t in range(n_t):
+                local_best[touched[t]] = -1
+            for t in range(max(n_tr, 0)):
+                rack_best[touched_r[t]] = -1
+            if chosen < 0:
+                break
+            j = job[chosen]
+            if got == NODE:
+                skip[j] = 0
+            if got >= 0:
+                level[j] = got
+                wait[j] = 0.0
+            done[chosen] = True
+            left -= 1
+            if has_in[chosen]:
+                n_in[slot[j]] -= 1
+            else:
+                n_free[slot[j]] -= 1
+            for r in range(3):
+                free[nd, r] -= req[chosen, r]
+            out_req[n_out] = chosen
+            out_node[n_out] = nd
+            n_out += 1
+            running[j] += 1
+            # keep the fair order: move the job later while it has more running tasks
+            k = slot[j]
+            rk = pos[k]
+            while rk + 1 < n_j and (running[order[rank[rk + 1]]] < running[j] or (
+                    running[order[rank[rk + 1]]] == running[j]
+                    and order[rank[rk + 1]] < j)):
+                other = rank[rk + 1]
+                rank[rk] = other
+                pos[other] = rk
+                rk += 1
+            rank[rk] = k
+            pos[k] = rk
+    return n_out, last_hb
