@@ -21,6 +21,7 @@ from pipeline.errors import UsageError
 SECTIONS: dict[str, tuple[str, ...]] = {
     "generate": ("format", "machines", "hours", "seed", "load", "burst_load", "burst_start_h",
                  "burst_hours", "burst_user"),
+    "generate_swim": ("machines", "hours", "seed", "load"),
     "ingest": ("traces",),
     "sweep": ("traces", "runs_dir", "seeds", "policies", "clusters", "drain"),
     "load": ("db", "baseline"),

@@ -13,6 +13,10 @@
         fixed: {kind: fixed}
         elastic: {kind: elastic, min_nodes: 0}
 
+A trace may instead be a mapping ``{path: DIR, policies: ..., clusters: ...}``: its own
+``policies`` and ``clusters`` replace the shared ones for that trace (a MapReduce trace swept
+over delay settings on an HDFS layout, say, beside a demo swept over the usual policies).
+
 A policy that runs on some cluster kinds only (``recorded``, the trace's own placements,
 needs the trace's machines) gets runs on those kinds only: its other cells are left out of
 the grid rather than failed.
@@ -111,15 +115,16 @@ def build_grid(section: Mapping[str, Any], root: Path = Path("."),
                          f"{', '.join(sorted(traces))})", field="sweep.traces")
     specs = []
     code = code_digest()
-    for trace, trace_path in sorted(traces.items()):
+    for trace, entry in sorted(traces.items()):
         if only is not None and trace != only:
             continue
+        trace_path, own_policies, own_clusters = _trace_entry(trace, entry)
         digest = trace_digest(root / trace_path) + code
-        for policy, params in sorted(policies.items()):
+        for policy, params in sorted((own_policies or policies).items()):
             kinds = _cluster_kinds(policy)
             for combo in expand(params or {}):
                 files = _file_digests(policy, combo, root)
-                for cluster_name, cluster in sorted(clusters.items()):
+                for cluster_name, cluster in sorted((own_clusters or clusters).items()):
                     for options in expand(cluster or {}):
                         kind = options.pop("kind", cluster_name)
                         if kinds is not None and kind not in kinds:
@@ -129,6 +134,34 @@ def build_grid(section: Mapping[str, Any], root: Path = Path("."),
                                                combo, files, kind, options, seed, runs_dir,
                                                root, drain))
     return specs
+
+
+TRACE_KEYS = ("path", "policies", "clusters")
+
+
+def _trace_entry(name: str, entry: Any) -> tuple[str, Mapping[str, Any] | None,
+                                                Mapping[str, Any] | None]:
+    """A ``sweep.traces`` entry: a directory, or ``{path, policies?, clusters?}``."""
+    if isinstance(entry, str):
+        return entry, None, None
+    where = f"sweep.traces.{name}"
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("path"), str):
+        raise UsageError("expected a trace directory or {path, policies, clusters}",
+                         field=where)
+    unknown = sorted(set(entry) - set(TRACE_KEYS))
+    if unknown:
+        raise UsageError(f"unknown key '{unknown[0]}' (known: {', '.join(TRACE_KEYS)})",
+                         field=f"{where}.{unknown[0]}")
+    for key in ("policies", "clusters"):
+        if key in entry and (not isinstance(entry[key], Mapping) or not entry[key]):
+            raise UsageError(f"{key} must be a non-empty mapping", field=f"{where}.{key}")
+    return entry["path"], entry.get("policies"), entry.get("clusters")
+
+
+def trace_dirs(section: Mapping[str, Any]) -> dict[str, str]:
+    """Each ``sweep.traces`` name's directory (as written, relative to params.yaml)."""
+    return {name: _trace_entry(name, entry)[0]
+            for name, entry in _mapping(section, "traces").items()}
 
 
 def _cluster_kinds(policy: str) -> tuple[str, ...] | None:

@@ -50,6 +50,22 @@ def test_grid_is_the_full_product_with_stable_keys(trace: Path, tmp_path: Path) 
     assert [s.key for s in build_grid(section, tmp_path)] == [s.key for s in specs]
 
 
+def test_a_trace_may_have_its_own_policies_and_clusters(trace: Path, tmp_path: Path) -> None:
+    section = yaml.safe_load(write_params(tmp_path, trace).read_text())["sweep"]
+    section["traces"]["mr"] = {"path": str(trace), "policies": {
+        "delay-scheduling": {"skip_count": [0, 5]}}, "clusters": {"hdfs": {
+            "kind": "fixed", "dfs": "hdfs"}}}
+    specs = build_grid(section, tmp_path)
+    mine = [s for s in specs if s.trace == "mr"]
+    assert len(mine) == 2 * 2  # two settings x two seeds, on the hdfs cluster only
+    assert {s.policy for s in mine} == {"delay-scheduling"}
+    assert all(s.cluster_options == {"dfs": "hdfs"} for s in mine)
+    assert len(specs) - len(mine) == (1 + 2) * 2 * 2  # the shared grid for the other
+    section["traces"]["mr"]["policy"] = {}
+    with pytest.raises(UsageError, match="unknown key 'policy'"):
+        build_grid(section, tmp_path)
+
+
 def test_a_policy_for_some_cluster_kinds_gets_runs_on_those_only(trace: Path,
                                                                  tmp_path: Path) -> None:
     section = yaml.safe_load(write_params(tmp_path, trace).read_text())["sweep"]
