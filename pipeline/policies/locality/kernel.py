@@ -23,8 +23,10 @@ jobs after each) until no job launches.  For a visited job, in order:
      anywhere once it waited ``W2``; last launch off-rack -> anywhere.  A rack-local task
      launches when rack is allowed; any task when anywhere is.  A launch sets the level to
      the launched task's locality and the wait to 0.  A job that is visited and skipped is
-     marked; at the next heartbeat (of any node) every marked job's wait grows by the time
-     since the previous heartbeat and the mark is cleared (``skippedAtLastHeartbeat``).
+     marked; at the next heartbeat that asks for work (of any node) a marked job's wait
+     grows by the time since the previous one and the mark is cleared
+     (``skippedAtLastHeartbeat``; settled lazily, when the job is next looked at).  A node
+     without room asks for no work and changes nothing (Hadoop 1: ``acceptNewTasks``).
 
 Only tasks ready by a heartbeat's time can use it, and only tasks whose request fits the
 node's free room (resources, not slots: tracereplay's nodes have cpu/memory/gpu; a "free
@@ -198,12 +200,17 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
     for i in range(n_p):
         for r in range(3):
             min_r[r] = min(min_r[r], req[i, r])
-    marked = np.empty(n_j, np.int64)
-    n_marked = 0
+    # Marks, lazily: mark[k] is the heartbeat (index into hb_time) at which job k was last
+    # visited and skipped; its wait grows by the gap to the next heartbeat when it is next
+    # looked at (or at the end of the call), instead of touching every marked job at every
+    # heartbeat.  Heartbeat 0 stands for the previous call's last one (time last_hb).
+    hb_time = np.empty(len(off_node) + 1)
+    hb_time[0] = last_hb
+    n_hb = 1
+    mark = np.full(n_j, -1, np.int64)
     for k in range(n_j):
         if skipped[order[k]]:
-            marked[n_marked] = order[k]
-            n_marked += 1
+            mark[k] = 0
     local_best = np.full(n_j, -1, np.int64)
     rack_best = np.full(n_j, -1, np.int64)
     touched = np.empty(n_j, np.int64)
@@ -225,11 +232,8 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
         if free[nd, 0] + 1e-9 < min_r[0] or free[nd, 1] + 1e-9 < min_r[1] or \
                 free[nd, 2] + 1e-9 < min_r[2]:
             continue  # a node without room asks for no task (Hadoop 1: acceptNewTasks)
-        if mode == 1:
-            for m in range(n_marked):
-                wait[marked[m]] += tau - last_hb
-                skipped[marked[m]] = False
-            n_marked = 0
+        hb_time[n_hb] = tau
+        n_hb += 1
         last_hb = tau
         rack = n_rack[nd]
         while left > 0:
@@ -264,6 +268,10 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                         chosen, got = i, _local(i, inputs, nd, rack, n_rack)
                         break
                     continue
+                h = mark[k]
+                if h >= 0 and h < n_hb - 1:  # skipped at an earlier heartbeat: accrue
+                    wait[j] += hb_time[h + 1] - hb_time[h]
+                    mark[k] = -1
                 allowed = _allowed(level[j], wait[j], w1, w2)
                 if allowed >= RACK and rack >= 0:
                     if n_tr < 0:
@@ -279,10 +287,7 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                         chosen, got = i, _local(i, inputs, nd, rack, n_rack)
                         break
                     continue
-                if not skipped[j]:
-                    skipped[j] = True
-                    marked[n_marked] = j
-                    n_marked += 1
+                mark[k] = n_hb - 1
             for t in range(n_t):
                 local_best[touched[t]] = -1
             for t in range(max(n_tr, 0)):
@@ -295,6 +300,7 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
             if got >= 0:
                 level[j] = got
                 wait[j] = 0.0
+                mark[slot[j]] = -1
             done[chosen] = True
             left -= 1
             if has_in[chosen]:
@@ -319,4 +325,11 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 rk += 1
             rank[rk] = k
             pos[k] = rk
+    for k in range(n_j):  # settle the marks: accrue where a later heartbeat came
+        j = order[k]
+        h = mark[k]
+        if h >= 0 and h < n_hb - 1:
+            wait[j] += hb_time[h + 1] - hb_time[h]
+            h = -1
+        skipped[j] = h >= 0  # marked at the last heartbeat: accrues at the next call's
     return n_out, last_hb
