@@ -16,12 +16,12 @@ import polars as pl
 
 from pipeline.report.tables import duration
 
-# metric -> why it is empty when it is empty for every run of a trace
+# metric -> why it is empty when it is empty for every run of a trace.  Data locality is
+# not here: without input data (a trace's inputs, or dfs=hdfs) the report leaves it out
+# altogether (:mod:`.locality`), and any trace can have it measured with dfs=hdfs.
 EMPTY_REASONS = {
     "util_used_cpu": "the trace records no measured usage (cpu_used, mem_used), so only "
                      "allocated utilization is known",
-    "locality_node": "no task lists the machines holding its input data (inputs), so data "
-                     "locality cannot be measured",
     "jct_p95_s": "no job finished entirely within the window",
     "wait_p95_s": "no task started",
     "jain_fairness": "no user held resources while another asked for them",

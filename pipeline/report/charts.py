@@ -129,7 +129,8 @@ def scheduler_comparison_chart(runs: pl.DataFrame, labels: Sequence[str]) -> alt
         alt.Chart(long)
         .mark_bar()
         .encode(
-            y=alt.Y("setting:N", title=None, sort=None, axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
+            y=alt.Y("setting:N", title=None, sort=palette.settings_in_order(means["label"]),
+                    axis=alt.Axis(labelLimit=LABEL_LIMIT_PX)),
             x=alt.X("value:Q", title=None, axis=alt.Axis(tickCount=3, labelExpr=SMALL_OR_SI)),
             color=palette.color(labels, legend=None),
             tooltip=["label:N", "measure:N", alt.Tooltip("value:Q", format=",.3~f"),

@@ -14,7 +14,7 @@ from pipeline.warehouse.db import connect, describe_error
 VIEWS = ("policy_summary", "cost_savings", "utilization_over_time", "fairness_vs_wait",
          "unschedulable_work", "queue_share_over_time", "queue_summary",
          "scheduler_comparison", "trace_summary", "completion_cdf", "queue_waits",
-         "run_peaks")
+         "run_peaks", "locality_by_job_size")
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class ReportData:
     queue_waits: pl.DataFrame = field(default_factory=pl.DataFrame)
     peaks: pl.DataFrame = field(default_factory=pl.DataFrame)  # run_peaks
     runs: pl.DataFrame = field(default_factory=pl.DataFrame)  # runs: cluster and settings
+    locality_bins: pl.DataFrame = field(default_factory=pl.DataFrame)  # locality_by_job_size
 
     @property
     def has_queues(self) -> bool:
@@ -71,7 +72,7 @@ class ReportData:
                           maybe(self.queue_shares), runs_of(self.queue_summary),
                           maybe(self.comparison), maybe(self.traces_info),
                           maybe(self.distributions), maybe(self.queue_waits),
-                          maybe(self.peaks), maybe(self.runs))
+                          maybe(self.peaks), maybe(self.runs), maybe(self.locality_bins))
 
 
 def read_report_data(db: Path, baseline: str) -> ReportData:
@@ -106,6 +107,7 @@ def read_report_data(db: Path, baseline: str) -> ReportData:
         queue_waits=frames["queue_waits"],
         peaks=frames["run_peaks"],
         runs=frames["runs"],
+        locality_bins=frames["locality_by_job_size"],
     )
 
 

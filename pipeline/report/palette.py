@@ -3,14 +3,16 @@
 A *setting* is a run's label without its cluster (``container-packing
 high_memory_threshold=0.8``), so a setting has the same colour on the fixed and the elastic
 cluster and charts split clusters by panel, not by colour.  Colours come from one list of
-distinguishable hues (Tableau 10, then its light variants), assigned in sorted order, so no
-two settings of a report share a colour up to 20 settings.
+distinguishable hues (Tableau 10, then its light variants), assigned in sorted order (numbers
+compared as numbers: ``skip_count=5`` before ``skip_count=20``), so no two settings of a
+report share a colour up to 20 settings.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 import altair as alt
 import polars as pl
@@ -32,9 +34,20 @@ def with_setting(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col("label").str.replace(r" \[[^\]]+\]$", "").alias("setting"))
 
 
+def natural_key(text: str) -> list[Any]:
+    """``text`` as a sort key with its numbers as numbers (``skip_count=5`` before ``=20``)."""
+    parts = re.split(r"(\d+(?:\.\d+)?)", text)
+    return [(0, float(p), "") if i % 2 else (1, 0.0, p) for i, p in enumerate(parts)]
+
+
+def settings_in_order(labels: Iterable[str]) -> list[str]:
+    """The distinct settings of ``labels``, in the report's order (:func:`natural_key`)."""
+    return sorted({setting(label) for label in labels}, key=natural_key)
+
+
 def scale(labels: Iterable[str]) -> alt.Scale:
     """The colour scale of a report: every setting of ``labels`` with its own hue."""
-    names = sorted({setting(label) for label in labels})
+    names = settings_in_order(labels)
     hues = [HUES[i % len(HUES)] for i in range(len(names))]
     return alt.Scale(domain=names, range=hues)
 
@@ -45,5 +58,5 @@ def color(labels: Iterable[str], legend: alt.Legend | None = LEGEND,
     chart draws, so its legend lists only those settings."""
     if legend is not None and shown is not None:
         legend = alt.Legend(labelLimit=420, title="setting",
-                            values=sorted({setting(s) for s in shown}))
+                            values=settings_in_order(shown))
     return alt.Color("setting:N", scale=scale(labels), legend=legend)

@@ -3,9 +3,10 @@
 1. The answer: the headline sentence (:mod:`.headline`), savings against the status quo per
    setting, fixed and elastic apart, and the trade-off table.
 2. What the numbers assume (:mod:`.assumptions`), with each run's settings folded away.
-3. What the replays show (:mod:`.observations`).
+3. What the replays show (:mod:`.observations`, and :mod:`.locality` on data locality).
 4. The distributions of job completion and wait, the schedulers compared per cluster, the
-   queues, capacity over time, utilization, fairness, and the work left undone.
+   queues, data locality (traces with input data only), capacity over time, utilization,
+   fairness, and the work left undone.
 5. Every run (folded away).
 Each section has at most one chart, a main table that fits the page (human column names,
 rounded), and optional folded tables; every table is also written as CSV, unrounded.
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 import altair as alt
 import polars as pl
 
-from pipeline.report import answer_charts, charts, palette
+from pipeline.report import answer_charts, charts, locality, locality_charts, palette
 from pipeline.report.assumptions import (
     cluster_lines,
     empty_metric_lines,
@@ -78,7 +79,8 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
                                  "files; defaults left out)",
                                  settings_table(data.summary, data.runs)),)),
     ]
-    seen = observations(data.summary, data.queue_shares, data.comparison)
+    seen = (observations(data.summary, data.queue_shares, data.comparison)
+            + locality.locality_observation(data.summary, data.baseline))
     if seen:
         sections.append(Section("observations", "What the replays show",
                                 bullets=tuple(seen)))
@@ -88,6 +90,7 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
             answer_charts.distribution_chart(data.distributions, data.summary, labels),
             note=DISTRIBUTION_NOTE))
     sections += comparison_sections(data, labels)
+    sections += locality_sections(data, labels)
     sections += capacity_sections(data, labels)
     sections.append(Section(
         "backlog", "Work not done", None,
@@ -216,6 +219,28 @@ def queue_table(queue_summary: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame
                 "job_start_wait_mean_s", "jain_users_usage", "jain_queues")
         .sort(["label", "seed", "queue"])
     )
+
+
+def locality_sections(data: ReportData, labels: list[str]) -> list[Section]:
+    """Where tasks read their input data per setting (with the trade-off along a delay
+    setting when the runs vary one), then by job size; none when no run measured locality."""
+    if not locality.has_locality(data.summary):
+        return []
+    rows = locality.settings_with_locality(data.summary)
+    sweep = locality.delay_sweep(rows)
+    raw = rows.drop("params")
+    sections = [Section(
+        "locality", "Data locality",
+        None if sweep is None else locality_charts.tradeoff_chart(sweep, labels),
+        readable(raw, locality.TABLE_COLUMNS), locality.locality_note(data.runs, sweep),
+        raw=raw)]
+    bins = locality.job_size_bins(data, rows)
+    if bins.height:
+        sections.append(Section(
+            "locality-job-size", "Data locality by job size",
+            locality_charts.job_size_chart(bins, labels), locality.job_size_table(bins),
+            locality.JOB_SIZE_NOTE, raw=bins))
+    return sections
 
 
 def capacity_sections(data: ReportData, labels: list[str]) -> list[Section]:

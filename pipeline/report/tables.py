@@ -64,6 +64,12 @@ def task_hours(value: object) -> str:
     return f"{float(value) / 3600:,.0f}"  # type: ignore[arg-type]
 
 
+def gib(value: object) -> str:
+    """GiB as people read it: 4,637, 812 or 3.2 (no unit: titles and sentences say it)."""
+    v = float(value)  # type: ignore[arg-type]
+    return f"{v:,.0f}" if abs(v) >= 100 else _num(v, 2)
+
+
 def text(value: object) -> str:
     return str(value)
 
@@ -128,6 +134,14 @@ COLUMNS: dict[str, tuple[str, Format]] = {
     "min_share_of_guarantee": ("Lowest queue vs guarantee", index),
     "max_share_of_guarantee": ("Highest queue vs guarantee", index),
     "jain_queues": ("Queue fairness (1 = fair)", index),
+    "locality_node": ("Node-local", share),
+    "locality_rack": ("Rack-local", share),
+    "locality_any": ("Off-rack", share),
+    "data_read_core_gb": ("Read across racks (GiB)", gib),
+    "data_read_rack_gb": ("Read via rack switch (GiB)", gib),
+    "bin": ("Job size (tasks with input)", text),
+    "jobs": ("Jobs", count),
+    "tasks_with_inputs": ("Tasks with input", count),
     "run_id": ("Run", text),
     "params_text": ("Settings used", text),
 }

@@ -180,11 +180,12 @@ class Simulation(Operations):
                 self._censor(at)
             else:
                 self._advance(at)
-            self._schedule(at)
-            scaled = self.cluster.autoscale(at, self.queue.req, self.queue.enter)
-            if scaled:
-                self.events += scaled
-                self.last_s = max(self.last_s, at)
+            if horizon is None or at < horizon:  # nothing starts when the replay stops
+                self._schedule(at)
+                scaled = self.cluster.autoscale(at, self.queue.req, self.queue.enter)
+                if scaled:
+                    self.events += scaled
+                    self.last_s = max(self.last_s, at)
             self.now = at
             self.points += 1
             if self.on_progress is not None and self.points % PROGRESS_EVERY == 0:

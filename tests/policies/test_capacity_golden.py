@@ -80,7 +80,7 @@ def test_requests_are_normalised_to_the_minimum_allocation(tmp_path: Path) -> No
     """0.6 GB asks count as 1 GB: a 10 GB node runs 10 of them at once, not 16."""
     trace = write_trace(tmp_path / "t", [{"machine_id": "m0", "cpu": 100.0, "mem": 10.0}],
                         _tasks("t", "j", 16, mem=0.6, duration=100.0), [_job("j", "u")])
-    replay(trace, POLICY, {"max_am_resource_percent": 1.0}, 0, tmp_path / "run")
+    replay(trace, POLICY, {"max_am_resource_percent": 1.0}, 0, tmp_path / "run", drain=True)
     starts = _runs(tmp_path / "run")["start_s"].value_counts().sort("start_s")
     assert starts["count"].to_list() == [10, 6]
     replay(trace, POLICY, {"min_alloc_mem": 0.2}, 0, tmp_path / "fine")
@@ -152,5 +152,5 @@ def test_maximum_applications_holds_applications_back(tmp_path: Path) -> None:
     trace = write_trace(tmp_path / "t", [{"machine_id": "m0", "cpu": 100.0, "mem": 10.0}],
                         tasks, [_job(f"j{j}", f"u{j}") for j in range(4)])
     params = {"maximum_applications": 2, "max_am_resource_percent": 1.0}
-    replay(trace, POLICY, params, 0, tmp_path / "run")
+    replay(trace, POLICY, params, 0, tmp_path / "run", drain=True)
     assert sorted(_runs(tmp_path / "run")["start_s"].to_list()) == [0.0, 0.0, 10.0, 10.0]

@@ -63,7 +63,7 @@ def test_hdfs_model_gives_every_map_its_block(trace: Path, tmp_path: Path) -> No
 def test_elastic_nodes_hold_no_data(trace: Path, tmp_path: Path) -> None:
     result = replay(trace, "yarn-uniform", {}, 0, tmp_path / "run", cluster="elastic",
                     cluster_options={"dfs": "hdfs", "max_nodes": 6, "node_cpu": 2.0,
-                                     "node_mem": 4.0, "initial_nodes": 6})
+                                     "node_mem": 4.0, "initial_nodes": 6}, drain=True)
     assert result.metrics["locality_any"] == 1.0
     tr = _runs(tmp_path / "run").filter(pl.col("task_id") == "own")
     assert tr["read_core_mb"].item() == 32.0

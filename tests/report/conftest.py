@@ -1,11 +1,13 @@
 """Warehouses and their reports, shared by the tests: two synthetic policies x one trace x one
-seed, and real replays of the three multi-tenant schedulers on a tiny trace."""
+seed, real replays of the three multi-tenant schedulers on a tiny trace, and real replays
+with input data (yarn-uniform and delay-scheduling along skip_count, HDFS layout)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from pipeline.bench.workload import write_trace
@@ -25,6 +27,17 @@ SECTIONS_WITH_TABLES = ("answer", "assumptions", "schedulers-fixed", "schedulers
 QUEUE_SECTIONS_WITH_CHARTS = ("answer", "distributions", "schedulers-fixed",
                               "queue-shares-fixed", "queue-waits-fixed", "provisioned-nodes",
                               "allocated-capacity", "utilization", "fairness-wait")
+# the locality report: one fixed cluster, every run with input data
+LOCALITY_SECTIONS_WITH_CHARTS = ("answer", "distributions", "schedulers-fixed", "locality",
+                                 "locality-job-size", "provisioned-nodes",
+                                 "allocated-capacity", "utilization", "fairness-wait")
+# name -> (policy, params); every run on the fixed cluster with dfs=hdfs
+LOCALITY_RUNS = {
+    "uniform": ("yarn-uniform", {}),
+    "skip0": ("delay-scheduling", {"delay": "skip", "skip_count": 0}),
+    "skip8": ("delay-scheduling", {"delay": "skip", "skip_count": 8}),
+    "time": ("delay-scheduling", {"delay": "time"}),
+}
 
 CAPACITY_XML = """<configuration>
 <property><name>yarn.scheduler.capacity.root.queues</name><value>prod,research</value></property>
@@ -91,3 +104,38 @@ def queue_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
     load(runs, db)
     out = root / "report"
     return out, report(db, out)
+
+
+def locality_trace(root: Path) -> Path:
+    """Twelve 2-slot machines in three racks; ten jobs of 1 to 60 tasks (job-size bins 1,
+    2-10, 11-50 and 51-150), one every 15 s, so they overlap and compete for slots."""
+    rng = np.random.default_rng(3)
+    machines = [{"machine_id": f"n{i}", "cpu": 2.0, "mem": 2.0, "rack": f"r{i // 4}"}
+                for i in range(12)]
+    sizes = [1, 1, 1, 3, 3, 8, 8, 20, 40, 60]
+    jobs = [{"job_id": f"j{j}", "user": f"u{j % 3}", "submit_s": 15.0 * j}
+            for j in range(len(sizes))]
+    tasks = [{"task_id": f"j{j}-{k}", "job_id": f"j{j}", "submit_s": 15.0 * j,
+              "duration_s": float(rng.uniform(20, 60)), "cpu": 1.0, "mem": 1.0}
+             for j, n in enumerate(sizes) for k in range(n)]
+    return write_trace(root / "trace", machines, tasks, jobs)
+
+
+@pytest.fixture(scope="session")
+def locality_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A warehouse of ``LOCALITY_RUNS`` replayed with HDFS-placed input data (drained)."""
+    root = tmp_path_factory.mktemp("locality")
+    trace = locality_trace(root)
+    runs = [replay(trace, policy, params, 0, root / "runs" / name, drain=True,
+                   cluster_options={"dfs": "hdfs"}).out_dir
+            for name, (policy, params) in LOCALITY_RUNS.items()]
+    db = root / "wh.duckdb"
+    load(runs, db)
+    return db
+
+
+@pytest.fixture(scope="session")
+def locality_report(locality_warehouse: Path, tmp_path_factory: pytest.TempPathFactory
+                    ) -> tuple[Path, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("locality-out") / "report"
+    return out, report(locality_warehouse, out)

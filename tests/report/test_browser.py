@@ -13,7 +13,11 @@ from typing import Any
 
 import pytest
 
-from tests.report.conftest import QUEUE_SECTIONS_WITH_CHARTS, SECTIONS_WITH_CHARTS
+from tests.report.conftest import (
+    LOCALITY_SECTIONS_WITH_CHARTS,
+    QUEUE_SECTIONS_WITH_CHARTS,
+    SECTIONS_WITH_CHARTS,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -45,6 +49,7 @@ def rendered_dom(browser: str, page: Path, profile: Path) -> str:
 @pytest.mark.parametrize(("fixture", "sections"), [
     ("built_report", SECTIONS_WITH_CHARTS),
     ("queue_report", QUEUE_SECTIONS_WITH_CHARTS),  # the schedulers compared, queue shares
+    ("locality_report", LOCALITY_SECTIONS_WITH_CHARTS),  # the locality trade-off, job sizes
 ])
 def test_every_chart_renders_offline(fixture: str, sections: tuple[str, ...],
                                      request: pytest.FixtureRequest, tmp_path: Path) -> None:
