@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.report import palette
 from pipeline.report.tables import duration
 
 # metric -> why it is empty when it is empty for every run of a trace.  Data locality is
@@ -138,4 +139,4 @@ def settings_table(summary: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
         .alias("Settings used (set or from files)"),
         pl.col("settings").map_elements(sources_text, return_dtype=pl.String)
         .alias("From"),
-    ).unique().sort(["Setting", "Settings used (set or from files)"])
+    ).unique().pipe(palette.by_label, "Settings used (set or from files)", column="Setting")

@@ -40,6 +40,18 @@ def natural_key(text: str) -> list[Any]:
     return [(0, float(p), "") if i % 2 else (1, 0.0, p) for i, p in enumerate(parts)]
 
 
+def by_label(frame: pl.DataFrame, *then: str | pl.Expr, column: str = "label",
+             first: list[pl.Expr] | None = None) -> pl.DataFrame:
+    """``frame`` sorted by ``first``, then ``column`` in :func:`natural_key` order, then
+    ``then`` (tables list ``skip_count=3`` before ``=10``, as the charts do)."""
+    if frame.is_empty() or column not in frame.columns:
+        return frame
+    names = sorted(set(frame[column].drop_nulls().to_list()), key=natural_key)
+    rank = pl.col(column).replace_strict({n: i for i, n in enumerate(names)}, default=-1,
+                                          return_dtype=pl.Int64)
+    return frame.sort([*(first or []), rank, *then])
+
+
 def settings_in_order(labels: Iterable[str]) -> list[str]:
     """The distinct settings of ``labels``, in the report's order (:func:`natural_key`)."""
     return sorted({setting(label) for label in labels}, key=natural_key)

@@ -66,8 +66,8 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
     window_s = _window_s(info, data.summary)
     answer = headline(data.summary, data.peaks, data.baseline, window_s, tolerance)
     labels = data.summary["label"].to_list()
-    ordered = palette.with_setting(answer.settings).sort(
-        [pl.col("cluster_mode").fill_null("fixed") != "fixed", "cost_usd", "label"])
+    ordered = palette.by_label(palette.with_setting(answer.settings), first=[
+        pl.col("cluster_mode").fill_null("fixed") != "fixed", pl.col("cost_usd")])
     sections = [
         Section("answer", "The answer", answer_charts.savings_chart(answer.settings, labels),
                 readable(ordered, ANSWER_COLUMNS), answer_note(data.baseline, tolerance),
@@ -94,10 +94,10 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
     sections += capacity_sections(data, labels)
     sections.append(Section(
         "backlog", "Work not done", None,
-        readable(data.summary.sort("label"), BACKLOG_COLUMNS), BACKLOG_NOTE,
+        readable(palette.by_label(data.summary), BACKLOG_COLUMNS), BACKLOG_NOTE,
         raw=data.summary.select(["run_id", *BACKLOG_COLUMNS])))
     sections.append(Section("runs", "Every run", details=(_detail(
-        "Runs, their settings and identity", data.summary.sort(["label", "seed"]).select(
+        "Runs, their settings and identity", palette.by_label(data.summary, "seed").select(
             "run_id", "label", "seed", "params_text"), raw=True),)))
     return sections
 
@@ -177,8 +177,8 @@ def comparison_sections(data: ReportData, labels: list[str]) -> list[Section]:
         sections.append(Section(
             f"schedulers-{key}", f"Schedulers compared on the {cluster} cluster",
             charts.scheduler_comparison_chart(runs, labels),
-            readable(runs.sort("label"), COMPARISON_COLUMNS), COMPARISON_NOTE, raw=runs,
-            details=(("Every column", readable(runs.sort("label"), runs.columns), runs),)))
+            readable(palette.by_label(runs), COMPARISON_COLUMNS), COMPARISON_NOTE, raw=runs,
+            details=(("Every column", readable(palette.by_label(runs), runs.columns), runs),)))
         queue_runs = runs.filter(pl.col("has_queues"))
         if queue_runs.height and data.has_queues:
             ids = queue_runs["run_id"].implode()
@@ -193,7 +193,7 @@ def comparison_sections(data: ReportData, labels: list[str]) -> list[Section]:
                 sections.append(Section(
                     f"queue-waits-{key}", f"How long each queue waited ({cluster} cluster)",
                     answer_charts.queue_wait_chart(waits, labels),
-                    readable(waits.sort(["label", "queue"]), QUEUE_WAIT_COLUMNS), raw=waits))
+                    readable(palette.by_label(waits, "queue"), QUEUE_WAIT_COLUMNS), raw=waits))
     return sections
 
 
@@ -217,7 +217,7 @@ def queue_table(queue_summary: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame
                 "peak_dominant_share", "dominant_share_of_guarantee", "mean_mem_share",
                 "tasks", "preemptions", "preemption_wasted_task_s", "wasted_task_s",
                 "job_start_wait_mean_s", "jain_users_usage", "jain_queues")
-        .sort(["label", "seed", "queue"])
+        .pipe(palette.by_label, "seed", "queue")
     )
 
 
@@ -253,19 +253,19 @@ def capacity_sections(data: ReportData, labels: list[str]) -> list[Section]:
     return [
         Section("provisioned-nodes", "Provisioned nodes over time",
                 charts.provisioned_nodes_chart(data.utilization, labels),
-                readable(peaks.sort("label"), ["label", "seed", "mean_nodes", "peak_nodes"]),
+                readable(palette.by_label(peaks), ["label", "seed", "mean_nodes", "peak_nodes"]),
                 "Identical lines (the fixed cluster is the same machines under every "
                 "policy) are drawn once. Peaks are true peaks, from every change.",
                 raw=peaks),
         Section("allocated-capacity", "Allocated capacity over time",
                 charts.allocated_capacity_chart(data.utilization, labels)),
         Section("utilization", "Utilization", charts.utilization_chart(data.summary, labels),
-                readable(data.summary.sort("label"), ["label", "seed", "util_alloc_cpu",
+                readable(palette.by_label(data.summary), ["label", "seed", "util_alloc_cpu",
                                                       "util_alloc_mem", "util_used_cpu",
                                                       "util_used_mem"])),
         Section("fairness-wait", "Fairness against waiting",
                 charts.fairness_wait_chart(data.fairness, labels),
-                readable(data.fairness.sort("label"), [
+                readable(palette.by_label(data.fairness), [
                     "label", "seed", "jain_fairness", "jain_equal_share", "wait_p50_s",
                     "wait_p95_s", "jct_p95_s"]), FAIRNESS_NOTE),
     ]
