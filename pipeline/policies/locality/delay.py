@@ -38,6 +38,7 @@ from pipeline.policies.locality.kernel import delay_schedule
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 
 AUTO_DELAY_CAP_S = 15.0  # MAX_AUTOCOMPUTED_LOCALITY_DELAY, Hadoop 1 FairScheduler
+MAX_SHAPES = 64  # distinct request shapes tested per heartbeat before any job is visited
 
 
 class DelayScheduling(PolicyBase):
@@ -99,12 +100,17 @@ class DelayScheduling(PolicyBase):
         nodes = view.nodes
         free = np.where((nodes.state == 2)[:, None], nodes.cap - nodes.alloc, 0.0)
         has_in = pend.inputs[:, 0] >= 0  # data on no node here (elastic): no preference
+        req = np.asarray(pend.req)
+        shapes, shape_of = np.unique(req, axis=0, return_inverse=True)
+        if len(shapes) > MAX_SHAPES:  # too many to test one by one: no shape filter
+            shapes, shape_of = np.full((1, 3), np.inf), np.full(len(req), -1)
         out_req = np.empty(len(job), np.int64)
         out_node = np.empty(len(job), np.int64)
         n, self.last_hb_ = delay_schedule(
             off_node, off_time, free, np.asarray(nodes.rack), np.asarray(pend.ready_s),
-            np.asarray(pend.req), job, np.asarray(pend.inputs), has_in, order, running,
+            req, job, np.asarray(pend.inputs), has_in, order, running,
             self.skip_, self.level_, self.wait_, self.skipped_, self.last_hb_,
             0 if self.delay == "skip" else 1, int(self.skip_count), self.w1_, self.w2_,
-            out_req, out_node)
+            np.ascontiguousarray(shapes, dtype=np.float64),
+            np.asarray(shape_of, dtype=np.int64).ravel(), out_req, out_node)
         return Decisions(place_req=out_req[:n], place_node=out_node[:n], wake_at_s=wake)

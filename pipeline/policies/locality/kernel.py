@@ -155,11 +155,22 @@ def _allowed(level, wait, w1, w2):
 
 
 @njit(cache=True)
+def _room_for_any(shapes, shape_left, free, nd):
+    """Whether node ``nd`` has room for some request shape still pending."""
+    for s in range(len(shapes)):  # noqa: SIM110 (numba compiles loops, not any())
+        if shape_left[s] > 0 and _fits(shapes[s], free, nd):
+            return True
+    return False
+
+
+@njit(cache=True)
 def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, has_in,
                    order, running, skip, level, wait, skipped, last_hb, mode, d, w1, w2,
-                   out_req, out_node):
+                   shapes, shape_of, out_req, out_node):
     """Place pending tasks on the heartbeats ``off_*``; return (placements, last heartbeat).
 
+    ``shapes``/``shape_of``: the distinct request shapes and each task's (a node with room
+    for none of them is not offered to any job; one row of +inf when there are too many).
     ``free`` (nodes, 3) is updated; ``order`` lists the jobs with pending tasks in fair
     order (``running`` per job code, updated); ``skip``/``level``/``wait``/``skipped`` are
     per job code and persist between calls; ``last_hb`` is the previous heartbeat's time.
@@ -220,12 +231,26 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
     rank = np.arange(n_j)  # rank -> job index k
     n_free = np.zeros(n_j, np.int64)  # pending tasks left per job: without, with inputs
     n_in = np.zeros(n_j, np.int64)
+    shape_left = np.zeros(len(shapes), np.int64)
+    for i in range(n_p):
+        if shape_of[i] >= 0:
+            shape_left[shape_of[i]] += 1
+    use_shapes = n_p > 0 and shape_of[0] >= 0
     first_in = np.full(n_j, np.inf)  # earliest ready time of a job's tasks with inputs
+    # smallest request of a job's tasks without / with inputs (a node with less room than
+    # that cannot take any of them: skip the scan; launches only raise it, so it stays safe)
+    min_free = np.full((n_j, 3), np.inf)
+    min_in = np.full((n_j, 3), np.inf)
     for k in range(n_j):
         n_free[k] = job_mid[k] - job_lo[k]
         n_in[k] = job_hi[k] - job_mid[k]
-        for q in range(job_mid[k], job_hi[k]):
-            first_in[k] = min(first_in[k], ready[by_job[q]])
+        for q in range(job_lo[k], job_hi[k]):
+            i = by_job[q]
+            lo_r = min_free if q < job_mid[k] else min_in
+            for r in range(3):
+                lo_r[k, r] = min(lo_r[k, r], req[i, r])
+            if q >= job_mid[k]:
+                first_in[k] = min(first_in[k], ready[i])
     for o in range(len(off_node)):
         tau = off_time[o]
         nd = off_node[o]
@@ -240,6 +265,8 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
             if free[nd, 0] + 1e-9 < min_r[0] or free[nd, 1] + 1e-9 < min_r[1] or \
                     free[nd, 2] + 1e-9 < min_r[2]:
                 break
+            if use_shapes and not _room_for_any(shapes, shape_left, free, nd):
+                break
             n_t = _best_in(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, req, free,
                            nd, tau, job, slot, local_best, touched, 0)
             n_tr = -1  # rack candidates: computed on first need
@@ -250,7 +277,7 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 if local_best[k] >= 0:
                     chosen, got = local_best[k], NODE
                     break
-                if n_free[k] > 0:
+                if n_free[k] > 0 and _fits(min_free[k], free, nd):
                     i = _first(cur_free, k, job_mid[k], by_job, done, ready, req, free, nd,
                                tau)
                     if i >= 0:
@@ -262,6 +289,8 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 if mode == 0:
                     if skip[j] < d:
                         skip[j] += 1  # "j has an unlaunched task": skipped
+                        continue
+                    if not _fits(min_in[k], free, nd):
                         continue
                     i = _first(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau)
                     if i >= 0:
@@ -282,6 +311,8 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                         chosen, got = rack_best[k], RACK
                         break
                 if allowed == ANY:
+                    if not _fits(min_in[k], free, nd):
+                        continue
                     i = _first(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau)
                     if i >= 0:
                         chosen, got = i, _local(i, inputs, nd, rack, n_rack)
@@ -303,6 +334,8 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 mark[slot[j]] = -1
             done[chosen] = True
             left -= 1
+            if use_shapes:
+                shape_left[shape_of[chosen]] -= 1
             if has_in[chosen]:
                 n_in[slot[j]] -= 1
             else:
