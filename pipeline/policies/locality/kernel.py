@@ -30,7 +30,11 @@ jobs after each) until no job launches.  For a visited job, in order:
 
 Only tasks ready by a heartbeat's time can use it, and only tasks whose request fits the
 node's free room (resources, not slots: tracereplay's nodes have cpu/memory/gpu; a "free
-slot" is room for the task).
+slot" is room for the task; a node with room for none of the pending request shapes asks for
+no work).  A heartbeat at which every waiting job would be skipped (no task without input,
+none local to the node nor, for jobs allowed rack-local, to its rack, and no job past its
+delay) is counted once for all of them instead of visiting each (:func:`_deadline`): the
+same decisions, at a cost per heartbeat that does not grow with the number of waiting jobs.
 """
 
 from __future__ import annotations
@@ -38,108 +42,41 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-NODE, RACK, ANY = 0, 1, 2
+from pipeline.policies.locality.candidates import (
+    ANY,
+    NODE,
+    RACK,
+    best_in,
+    csr,
+    first_usable,
+    fits,
+    locality_of,
+    room_for_any,
+    task_racks,
+)
 
 
 @njit(cache=True)
-def _fits(r, free, nd):
-    return r[0] <= free[nd, 0] + 1e-9 and r[1] <= free[nd, 1] + 1e-9 and \
-        r[2] <= free[nd, 2] + 1e-9
-
-
-@njit(cache=True)
-def _local(rows, inputs, nd, rack, n_rack):
-    """Locality of a task with ``inputs`` row if run on ``nd`` (2 when it has none: -1)."""
-    level = ANY
-    for k in range(inputs.shape[1]):
-        x = inputs[rows, k]
-        if x < 0:
-            break
-        if x == nd:
-            return NODE
-        if rack >= 0 and n_rack[x] == rack:
-            level = RACK
-    return level
-
-
-@njit(cache=True)
-def _first(cur, k, hi, by_job, done, ready, req, free, nd, tau):
-    """First task in ``by_job[cur[k]:hi]`` not done, ready at ``tau`` and fitting ``nd``
-    (-1 if none); ``cur[k]`` first moves past the done ones."""
-    q = cur[k]
-    while q < hi and done[by_job[q]]:
-        q += 1
-    cur[k] = q
-    for q in range(cur[k], hi):
-        i = by_job[q]
-        if not done[i] and ready[i] <= tau and _fits(req[i], free, nd):
-            return i
-    return -1
-
-
-@njit(cache=True)
-def _best_in(lst_lo, lst_hi, lst, done, ready, req, free, nd, tau, job, slot, best, touched,
-             n_touched):
-    """For every job, its first task (queue order) in ``lst[lst_lo:lst_hi]`` usable on
-    ``nd`` now, into ``best`` (by job index); returns the new count of ``touched``."""
-    for q in range(lst_lo, lst_hi):
-        i = lst[q]
-        if done[i] or ready[i] > tau or not _fits(req[i], free, nd):
-            continue
-        k = slot[job[i]]
-        if best[k] < 0:
-            touched[n_touched] = k
-            n_touched += 1
-            best[k] = i
-        elif i < best[k]:
-            best[k] = i
-    return n_touched
-
-
-@njit(cache=True)
-def _csr(n_keys, task_keys, n_per_task):
-    """Key -> tasks lists from ``task_keys`` ((tasks, width), -1 padded), tasks ascending."""
-    counts = np.zeros(n_keys + 1, np.int64)
-    n_t = task_keys.shape[0]
-    for i in range(n_t):
-        for c in range(n_per_task):
-            x = task_keys[i, c]
-            if x < 0:
-                break
-            counts[x + 1] += 1
-    ptr = np.cumsum(counts)
-    fill = ptr[:-1].copy()
-    lst = np.empty(ptr[-1], np.int64)
-    for i in range(n_t):
-        for c in range(n_per_task):
-            x = task_keys[i, c]
-            if x < 0:
-                break
-            lst[fill[x]] = i
-            fill[x] += 1
-    return ptr, lst
-
-
-@njit(cache=True)
-def _task_racks(inputs, n_rack):
-    """Each task's distinct racks holding its input (-1 padded)."""
-    out = np.full(inputs.shape, -1, np.int64)
-    for i in range(inputs.shape[0]):
-        m = 0
-        for c in range(inputs.shape[1]):
-            x = inputs[i, c]
-            if x < 0:
-                break
-            r = n_rack[x]
-            if r < 0:
-                continue
-            seen = False
-            for e in range(m):
-                seen = seen or out[i, e] == r
-            if not seen:
-                out[i, m] = r
-                m += 1
-    return out
+def _skip_all(node_ptr, node_lst, rack_ptr, rack_lst, done, ready, req, free, nd, n_rack, tau,
+              job, slot, order, level, best, touched, rack_level):
+    """Whether no pending task is local to ``nd`` and, if some job is allowed rack-local
+    (``rack_level``), none of those jobs has a task local to ``nd``'s rack."""
+    n_t = best_in(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, req, free, nd, tau,
+                   job, slot, best, touched, 0)
+    for t in range(n_t):
+        best[touched[t]] = -1
+    if n_t > 0:
+        return False
+    rack = n_rack[nd]
+    if not rack_level or rack < 0 or len(rack_ptr) <= rack + 1:
+        return True
+    n_t = best_in(rack_ptr[rack], rack_ptr[rack + 1], rack_lst, done, ready, req, free, nd,
+                   tau, job, slot, best, touched, 0)
+    clear = True
+    for t in range(n_t):
+        clear = clear and level[order[touched[t]]] != RACK
+        best[touched[t]] = -1
+    return clear
 
 
 @njit(cache=True)
@@ -155,12 +92,41 @@ def _allowed(level, wait, w1, w2):
 
 
 @njit(cache=True)
-def _room_for_any(shapes, shape_left, free, nd):
-    """Whether node ``nd`` has room for some request shape still pending."""
-    for s in range(len(shapes)):  # noqa: SIM110 (numba compiles loops, not any())
-        if shape_left[s] > 0 and _fits(shapes[s], free, nd):
-            return True
-    return False
+def _fold(acc, a_res, n_in, eligible, order, mode, wait, skip):
+    """Add what every waiting job accrued over all-skipped heartbeats to its own count."""
+    for k in range(len(order)):
+        if n_in[k] > 0 and eligible[k] and acc > a_res[k]:
+            if mode == 1:
+                wait[order[k]] += acc - a_res[k]
+            else:
+                skip[order[k]] += int(acc - a_res[k] + 0.5)
+        a_res[k] = acc
+
+
+@njit(cache=True)
+def _deadline(acc, a_res, n_in, eligible, order, mode, wait, skip, level, mark, hb_time, n_hb,
+              d, w1, w2):
+    """Settle every mark; return the ``acc`` at which some waiting job would no longer be
+    skipped (-inf: one already would not), and whether some job may launch rack-local."""
+    _fold(acc, a_res, n_in, eligible, order, mode, wait, skip)
+    best = np.inf
+    rack_level = False
+    for k in range(len(order)):
+        if n_in[k] == 0 or not eligible[k]:
+            continue
+        j = order[k]
+        if mode == 0:
+            best = min(best, acc + d - skip[j])
+            continue
+        h = mark[k]
+        if h >= 0 and h < n_hb - 1:
+            wait[j] += hb_time[h + 1] - hb_time[h]
+            mark[k] = -1
+        if level[j] == ANY:
+            return -np.inf, True
+        rack_level = rack_level or level[j] == RACK
+        best = min(best, acc + (w1 if level[j] == NODE else w2) - wait[j])
+    return best, rack_level
 
 
 @njit(cache=True)
@@ -199,10 +165,10 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
         job_hi[k] = q + 1
     cur_free = job_lo.copy()  # cursors past done tasks: without inputs, with inputs
     cur_in = job_mid.copy()
-    node_ptr, node_lst = _csr(n_nodes, inputs, inputs.shape[1])
+    node_ptr, node_lst = csr(n_nodes, inputs, inputs.shape[1])
     n_racks = int(n_rack.max()) + 1 if n_nodes else 0
     if mode == 1 and n_racks > 0:
-        rack_ptr, rack_lst = _csr(n_racks, _task_racks(inputs, n_rack), inputs.shape[1])
+        rack_ptr, rack_lst = csr(n_racks, task_racks(inputs, n_rack), inputs.shape[1])
     else:
         rack_ptr, rack_lst = np.zeros(1, np.int64), np.zeros(0, np.int64)
     done = np.zeros(n_p, np.bool_)
@@ -251,23 +217,72 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 lo_r[k, r] = min(lo_r[k, r], req[i, r])
             if q >= job_mid[k]:
                 first_in[k] = min(first_in[k], ready[i])
+    # A heartbeat at which every waiting job would be skipped (no task without inputs, none
+    # local to the node or, for jobs allowed rack-local, to its rack, and no job past its
+    # delay) adds to ``acc`` instead of visiting every job; ``a_res`` says how much of
+    # ``acc`` each job's wait (or skip count) already holds.  Same decisions, O(1) a beat.
+    free_left = 0
+    for k in range(n_j):
+        free_left += n_free[k]
+    by_first = np.argsort(first_in)  # jobs become waiting (visitable) in this order
+    eligible = np.zeros(n_j, np.bool_)
+    n_elig = 0
+    acc = 0.0
+    a_res = np.zeros(n_j)
+    prev = 0  # the previous heartbeat with room: 1 visited the jobs, 2 skipped them all
+    dl = -np.inf
+    rack_level = True
     for o in range(len(off_node)):
         tau = off_time[o]
         nd = off_node[o]
         if free[nd, 0] + 1e-9 < min_r[0] or free[nd, 1] + 1e-9 < min_r[1] or \
                 free[nd, 2] + 1e-9 < min_r[2]:
             continue  # a node without room asks for no task (Hadoop 1: acceptNewTasks)
+        if use_shapes and not room_for_any(shapes, shape_left, free, nd):
+            continue
         hb_time[n_hb] = tau
         n_hb += 1
         last_hb = tau
+        if mode == 1 and prev == 2:
+            acc += tau - hb_time[n_hb - 2]
+        while n_elig < n_j and first_in[by_first[n_elig]] <= tau:
+            k = by_first[n_elig]  # a job with a task ready by now: it has waited for nothing
+            eligible[k] = True
+            a_res[k] = acc
+            n_elig += 1
+            if prev == 2:  # in a run of skipped heartbeats: it joins with its own deadline
+                j = order[k]
+                if mode == 0:
+                    dl = min(dl, acc + d - skip[j])
+                elif level[j] == ANY:
+                    dl = -np.inf
+                else:
+                    rack_level = rack_level or level[j] == RACK
+                    dl = min(dl, acc + (w1 if level[j] == NODE else w2) - wait[j])
+        if free_left == 0 and left > 0 and _skip_all(
+                node_ptr, node_lst, rack_ptr, rack_lst, done, ready, req, free, nd, n_rack,
+                tau, job, slot, order, level, local_best, touched, rack_level):
+            if prev != 2:
+                dl, rack_level = _deadline(acc, a_res, n_in, eligible, order, mode, wait,
+                                           skip, level, mark, hb_time, n_hb, d, w1, w2)
+            if acc < dl and (prev == 2 or _skip_all(
+                    node_ptr, node_lst, rack_ptr, rack_lst, done, ready, req, free, nd,
+                    n_rack, tau, job, slot, order, level, local_best, touched, rack_level)):
+                if mode == 0:
+                    acc += 1.0
+                prev = 2
+                continue
+        if prev == 2:
+            _fold(acc, a_res, n_in, eligible, order, mode, wait, skip)
+        prev = 1
         rack = n_rack[nd]
         while left > 0:
             if free[nd, 0] + 1e-9 < min_r[0] or free[nd, 1] + 1e-9 < min_r[1] or \
                     free[nd, 2] + 1e-9 < min_r[2]:
                 break
-            if use_shapes and not _room_for_any(shapes, shape_left, free, nd):
+            if use_shapes and not room_for_any(shapes, shape_left, free, nd):
                 break
-            n_t = _best_in(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, req, free,
+            n_t = best_in(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, req, free,
                            nd, tau, job, slot, local_best, touched, 0)
             n_tr = -1  # rack candidates: computed on first need
             chosen = -1
@@ -277,8 +292,8 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 if local_best[k] >= 0:
                     chosen, got = local_best[k], NODE
                     break
-                if n_free[k] > 0 and _fits(min_free[k], free, nd):
-                    i = _first(cur_free, k, job_mid[k], by_job, done, ready, req, free, nd,
+                if n_free[k] > 0 and fits(min_free[k], free, nd):
+                    i = first_usable(cur_free, k, job_mid[k], by_job, done, ready, req, free, nd,
                                tau)
                     if i >= 0:
                         chosen, got = i, -1
@@ -290,11 +305,11 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                     if skip[j] < d:
                         skip[j] += 1  # "j has an unlaunched task": skipped
                         continue
-                    if not _fits(min_in[k], free, nd):
+                    if not fits(min_in[k], free, nd):
                         continue
-                    i = _first(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau)
+                    i = first_usable(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau)
                     if i >= 0:
-                        chosen, got = i, _local(i, inputs, nd, rack, n_rack)
+                        chosen, got = i, locality_of(i, inputs, nd, rack, n_rack)
                         break
                     continue
                 h = mark[k]
@@ -304,18 +319,18 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 allowed = _allowed(level[j], wait[j], w1, w2)
                 if allowed >= RACK and rack >= 0:
                     if n_tr < 0:
-                        n_tr = _best_in(rack_ptr[rack], rack_ptr[rack + 1], rack_lst, done,
+                        n_tr = best_in(rack_ptr[rack], rack_ptr[rack + 1], rack_lst, done,
                                         ready, req, free, nd, tau, job, slot, rack_best,
                                         touched_r, 0)
                     if rack_best[k] >= 0:
                         chosen, got = rack_best[k], RACK
                         break
                 if allowed == ANY:
-                    if not _fits(min_in[k], free, nd):
+                    if not fits(min_in[k], free, nd):
                         continue
-                    i = _first(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau)
+                    i = first_usable(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau)
                     if i >= 0:
-                        chosen, got = i, _local(i, inputs, nd, rack, n_rack)
+                        chosen, got = i, locality_of(i, inputs, nd, rack, n_rack)
                         break
                     continue
                 mark[k] = n_hb - 1
@@ -340,6 +355,7 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 n_in[slot[j]] -= 1
             else:
                 n_free[slot[j]] -= 1
+                free_left -= 1
             for r in range(3):
                 free[nd, r] -= req[chosen, r]
             out_req[n_out] = chosen
@@ -358,6 +374,11 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 rk += 1
             rank[rk] = k
             pos[k] = rk
+    if prev == 2:  # the jobs were all skipped at the last heartbeat
+        _fold(acc, a_res, n_in, eligible, order, mode, wait, skip)
+        for k in range(n_j):
+            if n_in[k] > 0 and eligible[k]:
+                mark[k] = n_hb - 1
     for k in range(n_j):  # settle the marks: accrue where a later heartbeat came
         j = order[k]
         h = mark[k]

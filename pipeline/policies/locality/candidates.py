@@ -1,0 +1,120 @@
+"""Candidate lookups of the delay-scheduling kernel: does a task fit a node, where is its
+data, and which pending tasks of which job are local to a node or a rack (lists built once
+per call, so a heartbeat costs the tasks with data on its node, not every task)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+NODE, RACK, ANY = 0, 1, 2
+
+
+@njit(cache=True)
+def fits(r, free, nd):
+    return r[0] <= free[nd, 0] + 1e-9 and r[1] <= free[nd, 1] + 1e-9 and \
+        r[2] <= free[nd, 2] + 1e-9
+
+
+@njit(cache=True)
+def locality_of(rows, inputs, nd, rack, n_rack):
+    """Locality of a task with ``inputs`` row if run on ``nd`` (2 when it has none: -1)."""
+    level = ANY
+    for k in range(inputs.shape[1]):
+        x = inputs[rows, k]
+        if x < 0:
+            break
+        if x == nd:
+            return NODE
+        if rack >= 0 and n_rack[x] == rack:
+            level = RACK
+    return level
+
+
+@njit(cache=True)
+def first_usable(cur, k, hi, by_job, done, ready, req, free, nd, tau):
+    """First task in ``by_job[cur[k]:hi]`` not done, ready at ``tau`` and fitting ``nd``
+    (-1 if none); ``cur[k]`` first moves past the done ones."""
+    q = cur[k]
+    while q < hi and done[by_job[q]]:
+        q += 1
+    cur[k] = q
+    for q in range(cur[k], hi):
+        i = by_job[q]
+        if not done[i] and ready[i] <= tau and fits(req[i], free, nd):
+            return i
+    return -1
+
+
+@njit(cache=True)
+def best_in(lst_lo, lst_hi, lst, done, ready, req, free, nd, tau, job, slot, best, touched,
+             n_touched):
+    """For every job, its first task (queue order) in ``lst[lst_lo:lst_hi]`` usable on
+    ``nd`` now, into ``best`` (by job index); returns the new count of ``touched``."""
+    for q in range(lst_lo, lst_hi):
+        i = lst[q]
+        if done[i] or ready[i] > tau or not fits(req[i], free, nd):
+            continue
+        k = slot[job[i]]
+        if best[k] < 0:
+            touched[n_touched] = k
+            n_touched += 1
+            best[k] = i
+        elif i < best[k]:
+            best[k] = i
+    return n_touched
+
+
+@njit(cache=True)
+def csr(n_keys, task_keys, n_per_task):
+    """Key -> tasks lists from ``task_keys`` ((tasks, width), -1 padded), tasks ascending."""
+    counts = np.zeros(n_keys + 1, np.int64)
+    n_t = task_keys.shape[0]
+    for i in range(n_t):
+        for c in range(n_per_task):
+            x = task_keys[i, c]
+            if x < 0:
+                break
+            counts[x + 1] += 1
+    ptr = np.cumsum(counts)
+    fill = ptr[:-1].copy()
+    lst = np.empty(ptr[-1], np.int64)
+    for i in range(n_t):
+        for c in range(n_per_task):
+            x = task_keys[i, c]
+            if x < 0:
+                break
+            lst[fill[x]] = i
+            fill[x] += 1
+    return ptr, lst
+
+
+@njit(cache=True)
+def task_racks(inputs, n_rack):
+    """Each task's distinct racks holding its input (-1 padded)."""
+    out = np.full(inputs.shape, -1, np.int64)
+    for i in range(inputs.shape[0]):
+        m = 0
+        for c in range(inputs.shape[1]):
+            x = inputs[i, c]
+            if x < 0:
+                break
+            r = n_rack[x]
+            if r < 0:
+                continue
+            seen = False
+            for e in range(m):
+                seen = seen or out[i, e] == r
+            if not seen:
+                out[i, m] = r
+                m += 1
+    return out
+
+
+@njit(cache=True)
+def room_for_any(shapes, shape_left, free, nd):
+    """Whether node ``nd`` has room for some request shape still pending."""
+    for s in range(len(shapes)):  # noqa: SIM110 (numba compiles loops, not any())
+        if shape_left[s] > 0 and fits(shapes[s], free, nd):
+            return True
+    return False
