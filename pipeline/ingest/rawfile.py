@@ -111,7 +111,7 @@ def _blocks(reader: HashingReader, path: Path, block_bytes: int) -> Iterator[byt
             raise TraceError("empty file (0 bytes)", path)
         check_stored_format(head, path)
         stream: io.BufferedIOBase
-        body = io.BufferedReader(_Prefixed(head, reader), buffer_size=1 << 20)
+        body = io.BufferedReader(Prefixed(head, reader), buffer_size=1 << 20)
         gzipped = head.startswith(GZIP_MAGIC)
         stream = igzip.IGzipFile(fileobj=body, mode="rb") if gzipped else body
         carry = b""
@@ -138,7 +138,7 @@ def _read_head(reader: HashingReader) -> bytes:
     return head
 
 
-class _Prefixed(io.RawIOBase):
+class Prefixed(io.RawIOBase):
     """``reader`` with ``prefix`` (bytes already read from it) put back in front."""
 
     def __init__(self, prefix: bytes, reader: HashingReader) -> None:

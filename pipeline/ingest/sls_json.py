@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import TraceError
-from pipeline.ingest.rawfile import GZIP_MAGIC, HEAD_BYTES, HashingReader, check_stored_format
+from pipeline.ingest.rawfile import (
+    GZIP_MAGIC,
+    HEAD_BYTES,
+    HashingReader,
+    Prefixed,
+    check_stored_format,
+)
 from pipeline.trace.manifest import SourceFile
 
 BLOCK_CHARS = 1 << 20
@@ -75,7 +81,7 @@ def _text(reader: HashingReader, path: Path) -> io.TextIOWrapper:
     while len(head) < HEAD_BYTES and (more := reader.read(HEAD_BYTES - len(head))):
         head += more
     check_stored_format(head, path)
-    raw = io.BufferedReader(_Prefixed(head, reader), buffer_size=1 << 20)
+    raw = io.BufferedReader(Prefixed(head, reader), buffer_size=1 << 20)
     stream = gzip.GzipFile(fileobj=raw, mode="rb") if head.startswith(GZIP_MAGIC) else raw
     return io.TextIOWrapper(stream, encoding="utf-8-sig")  # type: ignore[arg-type]
 
@@ -120,20 +126,3 @@ def _more(text: io.TextIOWrapper, buf: str, pos: int, path: Path,
         raise TraceError(f"corrupt or truncated gzip ({exc})", path) from None
     return buf + block, 0, not block
 
-
-class _Prefixed(io.RawIOBase):
-    """``reader`` with the head bytes already read from it put back in front."""
-
-    def __init__(self, prefix: bytes, reader: HashingReader) -> None:
-        self._prefix, self._reader = prefix, reader
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        if self._prefix:
-            n = min(len(buffer), len(self._prefix))
-            buffer[:n] = self._prefix[:n]
-            self._prefix = self._prefix[n:]
-            return n
-        return self._reader.readinto(buffer)

@@ -305,35 +305,30 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                     if skip[j] < d:
                         skip[j] += 1  # "j has an unlaunched task": skipped
                         continue
-                    if not fits(min_in[k], free, nd):
+                else:
+                    h = mark[k]
+                    if h >= 0 and h < n_hb - 1:  # skipped at an earlier heartbeat: accrue
+                        wait[j] += hb_time[h + 1] - hb_time[h]
+                        mark[k] = -1
+                    allowed = _allowed(level[j], wait[j], w1, w2)
+                    if allowed >= RACK and rack >= 0:
+                        if n_tr < 0:
+                            n_tr = best_in(rack_ptr[rack], rack_ptr[rack + 1], rack_lst, done,
+                                           ready, req, free, nd, tau, job, slot, rack_best,
+                                           touched_r, 0)
+                        if rack_best[k] >= 0:
+                            chosen, got = rack_best[k], RACK
+                            break
+                    if allowed != ANY:
+                        mark[k] = n_hb - 1
                         continue
-                    i = first_usable(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau)
-                    if i >= 0:
-                        chosen, got = i, locality_of(i, inputs, nd, rack, n_rack)
-                        break
+                # may run a task anywhere: the first of its tasks that fits this node
+                if not fits(min_in[k], free, nd):
                     continue
-                h = mark[k]
-                if h >= 0 and h < n_hb - 1:  # skipped at an earlier heartbeat: accrue
-                    wait[j] += hb_time[h + 1] - hb_time[h]
-                    mark[k] = -1
-                allowed = _allowed(level[j], wait[j], w1, w2)
-                if allowed >= RACK and rack >= 0:
-                    if n_tr < 0:
-                        n_tr = best_in(rack_ptr[rack], rack_ptr[rack + 1], rack_lst, done,
-                                        ready, req, free, nd, tau, job, slot, rack_best,
-                                        touched_r, 0)
-                    if rack_best[k] >= 0:
-                        chosen, got = rack_best[k], RACK
-                        break
-                if allowed == ANY:
-                    if not fits(min_in[k], free, nd):
-                        continue
-                    i = first_usable(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau)
-                    if i >= 0:
-                        chosen, got = i, locality_of(i, inputs, nd, rack, n_rack)
-                        break
-                    continue
-                mark[k] = n_hb - 1
+                i = first_usable(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau)
+                if i >= 0:
+                    chosen, got = i, locality_of(i, inputs, nd, rack, n_rack)
+                    break
             for t in range(n_t):
                 local_best[touched[t]] = -1
             for t in range(max(n_tr, 0)):
