@@ -141,9 +141,7 @@ class Simulation(Operations):
         censor_at = self.options.censor_at_s
         self.open_flag = CENSORED if censor_at is not None else 0
         self._read_rate = np.asarray(self.options.read_mb_s, dtype=np.float64)
-        beat = getattr(policy, "heartbeat_s", None)  # heartbeat-driven policies only
-        self._heartbeats = (Heartbeats(len(nodes), float(beat), int(self.rng.integers(2**62)))
-                            if beat else None)
+        self._heartbeats: Heartbeats | None = None  # set in run(), after the policy's setup
         self._hb_from = -np.inf
         # the core stops censored tasks itself only when the run goes on past that time
         self._censor_due = censor_at is not None and (
@@ -157,6 +155,11 @@ class Simulation(Operations):
         """Replay until the horizon (or, draining, until every task is accounted for)."""
         started = time.perf_counter()
         self.policy.setup(self.info, self.rng)
+        # heartbeat-driven policies only (a policy may decide in setup that it needs none)
+        beat = getattr(self.policy, "heartbeat_s", None)
+        if beat:
+            self._heartbeats = Heartbeats(len(self.cluster.nodes), float(beat),
+                                          int(self.rng.integers(2**62)))
         horizon = self.options.horizon_s
         idle_wakes, placed = 0, -1
         while not self._done():

@@ -46,7 +46,7 @@ class WithTable(PolicyBase):
 def test_file_params_are_the_declared_configuration_files() -> None:
     assert file_params(WithTable) == ["table"]
     assert file_params(POLICIES["capacity-scheduler"]) == ["config"]
-    assert file_params(POLICIES["fair-scheduler"]) == ["allocation_file"]
+    assert file_params(POLICIES["fair-scheduler"]) == ["allocation_file", "site_file"]
     assert file_params(POLICIES["yarn-uniform"]) == file_params(POLICIES["drf"]) == []
 
 

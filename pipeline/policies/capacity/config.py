@@ -9,7 +9,9 @@ Property names and defaults follow CapacityScheduler.md (Hadoop 3.3) and
 ``.ordering-policy.fair.enable-size-based-weight``, ``.user-settings.<user>.weight``; global
 ``yarn.scheduler.capacity.maximum-applications`` (10000),
 ``...maximum-am-resource-percent`` (0.1), ``...resource-calculator``,
-``...queue-mappings``, ``...queue-mappings-override.enable`` (false); preemption from the
+``...queue-mappings``, ``...queue-mappings-override.enable`` (false),
+``...node-locality-delay`` (40), ``...rack-locality-additional-delay`` (-1),
+``...rack-locality-full-reset`` (true); preemption from the
 ``yarn.resourcemanager.monitor.capacity.preemption.*`` names (normally in yarn-site.xml,
 accepted here too) and ``yarn.resourcemanager.scheduler.monitor.enable``.
 
@@ -57,6 +59,15 @@ LEAF_ORDERING = ("fifo", "fair")
 PARENT_ORDERING = ("utilization", "priority-utilization")
 
 
+@dataclass(frozen=True)
+class Locality:
+    """Delay scheduling settings (CapacitySchedulerConfiguration defaults)."""
+
+    node_delay: int = 40
+    rack_additional_delay: int = -1
+    full_reset: bool = True
+
+
 @dataclass
 class CapacityConfig:
     """Everything the policy needs from its configuration (tree props hold per-queue ones)."""
@@ -70,6 +81,7 @@ class CapacityConfig:
     preemption: PreemptionSettings = field(default_factory=PreemptionSettings)
     labels: list[LabelSpec] = field(default_factory=list)
     caps: QueueCaps | None = None
+    locality: Locality = field(default_factory=Locality)
 
     def __post_init__(self) -> None:
         if self.caps is None:  # DEFAULT percentages only: every label 0% (root 100%)
@@ -108,6 +120,9 @@ def from_xml(path: Path | str, node_labels: str = "") -> CapacityConfig:
         calculator=CALCULATORS[calc],
         max_applications=int(r.number(P + "maximum-applications", 10000, 0)),
         max_am_percent=max_am, preemption=_preemption(r), labels=labels, caps=caps,
+        locality=Locality(int(r.number(P + "node-locality-delay", 40, -1)),
+                          int(r.number(P + "rack-locality-additional-delay", -1, -1)),
+                          r.flag(P + "rack-locality-full-reset", True)),
     )
 
 
@@ -221,7 +236,8 @@ def _queue_props(r: Reader, key: str, *, leaf: bool) -> dict[str, Any]:
 def from_inline(queues: str, mappings: str, *, user_limit_factor: float,
                 minimum_user_limit_percent: float, ordering: str, calculator: str,
                 max_am_percent: float, preemption: bool,
-                max_applications: int = 10000, node_labels: str = "") -> CapacityConfig:
+                max_applications: int = 10000, node_labels: str = "",
+                locality: Locality | None = None) -> CapacityConfig:
     """The quick form: ``queues="a:50,b:50"`` with the same settings on every leaf.
 
     With ``node_labels`` every queue can access every label with a label capacity of 0
@@ -241,4 +257,5 @@ def from_inline(queues: str, mappings: str, *, user_limit_factor: float,
                                source="capacity-scheduler parameter 'node_labels'")
     return CapacityConfig(tree=tree, mappings=rules, calculator=calculator,
                           max_am_percent=max_am_percent, max_applications=max_applications,
-                          preemption=PreemptionSettings(enabled=preemption), labels=labels)
+                          preemption=PreemptionSettings(enabled=preemption), labels=labels,
+                          locality=locality or Locality())

@@ -29,6 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.policies.locality.gate import assigned, best_local, pick
+
 EPS = 1e-9
 
 
@@ -158,8 +160,33 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
              pair_apps, leaf_q, leaf_cap, leaf_max, leaf_mulp, leaf_ulf, leaf_fair, leaf_sbw,
              leaf_active_used, leaf_active_w, leaf_apps, leaf_max_apps, leaf_user_max_apps,
              am_used, am_limit, q_used, q_guar, q_max, q_parent, q_kids_lo, q_kids, q_prio,
-             q_use_prio, q_leaf, q_access, zero_am, free, cluster, minimum, calc, out):
-    """Assign containers one by one; write request indices in order to ``out``; return count."""
+             q_use_prio, q_leaf, q_access, zero_am, free, cluster, minimum, calc, loc, out):
+    """Assign containers one by one; write request indices in order to ``out``; return count.
+
+    ``loc`` (:func:`~pipeline.policies.locality.gate.no_offer` or
+    :meth:`~pipeline.policies.locality.gate.Candidates.loc`): with its
+    node ``nd`` at -1, containers are chosen against the cluster's ``free`` room and placed
+    by the caller.  With a node, this is one heartbeat of ``nd``: ``free`` is ignored, the
+    room is the node's, and the chosen application's request comes from the locality gate
+    (:func:`pipeline.policies.locality.gate.pick`; an application that lets the offer pass
+    is skipped for this heartbeat, as ``RegularContainerAllocator`` returns
+    ``LOCALITY_SKIPPED``); ``nxt``, ``done`` and the gate's state persist between offers.
+    """
+    (nd, now, kind, p0, p1, n_nodes, full_reset, node_free, fit_req, done, ready, nxt_all,
+     app_job, has_in, node_ptr, node_lst, rack_ptr, rack_lst, n_rack, app_of, c_out, n_loc, n_noin,
+     miss, level, since) = loc
+    if nd >= 0:
+        free = node_free[nd]
+        best = np.full(len(app_lo), -1, np.int64)
+        touched = np.empty(len(app_lo), np.int64)
+        n_touched = best_local(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, now, app_of,
+                               fit_req, node_free, nd, best, touched)
+        rack = n_rack[nd]
+    else:
+        best = np.zeros(0, np.int64)
+        touched = best
+        n_touched = 0
+        rack = -1
     n_q = len(q_parent)
     q_alive = np.zeros(n_q, dtype=np.bool_)
     for leaf in range(len(leaf_q)):
@@ -169,7 +196,7 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
                 q_alive[q] = True
                 q = q_parent[q]
     blocked = np.zeros(len(app_lo), dtype=np.bool_)
-    nxt = app_lo.copy()
+    nxt = app_lo.copy() if nd < 0 else nxt_all
     first = leaf_app_lo.copy()  # apps before it are done or blocked (skipped for speed)
     n = 0
     while True:
@@ -229,11 +256,35 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
         a = chosen
         p = app_pair[a]
         i = req_idx[nxt[a]]
+        if nd >= 0:
+            i, typ = pick(kind, p0, p1, n_nodes, a, app_job[a], nd, now, best[a], req_idx,
+                          nxt[a], app_hi[a], done, ready, has_in, fit_req, node_free, n_noin, c_out,
+                          n_loc, rack_ptr, rack_lst, rack, app_of, miss, level, since)
+            if i < 0 or not _fits_path(q, req[i], q_used, q_max, q_parent, cluster, calc):
+                blocked[a] = True
+                continue
+            if typ >= 0:
+                assigned(kind, app_job[a], typ, now, p0, full_reset, miss, level, since)
+            done[i] = True
+            if has_in[i]:
+                c_out[a] -= 1
+            else:
+                n_noin[a] -= 1
         r = req[i]
         out[n] = i
         n += 1
-        nxt[a] += 1
-        free -= r
+        if nd < 0:
+            free -= r
+            nxt[a] += 1
+        else:  # the node holds the raw request too (fit_req: the larger of the two)
+            for k in range(3):
+                node_free[nd, k] -= fit_req[i, k]
+            while nxt[a] < app_hi[a] and done[req_idx[nxt[a]]]:
+                nxt[a] += 1
+            for t in range(n_touched):
+                best[touched[t]] = -1
+            n_touched = best_local(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready,
+                                   now, app_of, fit_req, node_free, nd, best, touched)
         pair_used[p] += r
         leaf_active_used[leaf] += r
         app_used_mem[a] += r[1]

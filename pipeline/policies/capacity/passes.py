@@ -42,6 +42,7 @@ from pipeline.policies.capacity.pending import leaf_pending
 from pipeline.policies.capacity.preemption import PartitionRound
 from pipeline.policies.capacity.prepare import alive_jobs, scan_pending, scan_running_parts
 from pipeline.policies.capacity.state import am_limits, dense_sum, up_resources
+from pipeline.policies.locality.gate import no_offer
 from pipeline.sim.interface import Decisions, SchedView
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ class _Call:
                      self.q_used[x].copy(), guar, maxi, t.parent.astype(np.int64),
                      s.q_kids_lo, s.q_kids, s.q_prio, s.q_use_prio, s.q_leaf,
                      p.caps_.access[x], True, self.free[x].copy(), self.totals[x],
-                     p.minimum_, p.calc_, out)
+                     p.minimum_, p.calc_, no_offer(), out)
         order = out[:n]
         pend = self.view.pending
         fit = np.maximum(np.take(self.req, order, axis=0), np.take(pend.req, order, axis=0))

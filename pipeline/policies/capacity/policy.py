@@ -41,6 +41,7 @@ from pipeline.policies.capacity.formulas import (
     minimum_allocation,
 )
 from pipeline.policies.capacity.kernel import allocate
+from pipeline.policies.capacity.offers import place_on_offers, wants_offers
 from pipeline.policies.capacity.partitions import Partitions
 from pipeline.policies.capacity.passes import decide_partitioned
 from pipeline.policies.capacity.pending import leaf_pending
@@ -50,6 +51,7 @@ from pipeline.policies.capacity.report import label_columns
 from pipeline.policies.capacity.resources import QueueCaps
 from pipeline.policies.capacity.settings import capacity_file_settings
 from pipeline.policies.capacity.state import app_limits, leaf_settings, up_resources
+from pipeline.policies.locality.gate import CS, LocalityRule, LocalityState, no_offer
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.policies.queues import QueuePlacement, groups_provider
 from pipeline.policies.queues.report import queue_rows
@@ -106,6 +108,16 @@ class CapacityScheduler(PolicyBase):
         "mem_unit_mb": Param(None, "MB per trace memory unit for absolute capacities "
                                    "[memory=...] (default from the trace's units)",
                              float, 1e-9),
+        "node_locality_delay": Param(40, "inline: node-locality-delay, missed heartbeats "
+                                         "before a rack-local container (-1: no delay)",
+                                     int, -1),
+        "rack_locality_additional_delay": Param(
+            -1, "inline: rack-locality-additional-delay, further misses before off-switch "
+                "(-1: the L*C/N rule)", int, -1),
+        "rack_locality_full_reset": Param(True, "inline: rack-locality-full-reset", bool),
+        "heartbeat_s": Param(1.0, "NodeManager heartbeat interval (yarn.resourcemanager."
+                                  "nodemanagers.heartbeat-interval-ms), the opportunities "
+                                  "delay scheduling counts", float, 1e-3),
     }
     config: str
     queues: str
@@ -122,6 +134,10 @@ class CapacityScheduler(PolicyBase):
     min_alloc_cpu: float | None
     node_labels: str
     mem_unit_mb: float | None
+    node_locality_delay: int
+    rack_locality_additional_delay: int
+    rack_locality_full_reset: bool
+    heartbeat_s: float | None
 
     # -- setup ---------------------------------------------------------------------------
     def load_config(self) -> cfg.CapacityConfig:
@@ -133,7 +149,10 @@ class CapacityScheduler(PolicyBase):
             minimum_user_limit_percent=self.minimum_user_limit_percent,
             ordering=self.ordering, calculator=self.resource_calculator,
             max_am_percent=self.max_am_resource_percent, preemption=self.preemption,
-            max_applications=self.maximum_applications, node_labels=self.node_labels)
+            max_applications=self.maximum_applications, node_labels=self.node_labels,
+            locality=cfg.Locality(self.node_locality_delay,
+                                  self.rack_locality_additional_delay,
+                                  self.rack_locality_full_reset))
 
     def file_settings(self) -> dict[str, Setting]:
         """What ``config`` decides instead of the inline parameters (:mod:`.settings`)."""
@@ -177,6 +196,13 @@ class CapacityScheduler(PolicyBase):
         self.timer_ = PreemptionTimer(conf.tree, conf.preemption)
         self.last_rows_ = np.zeros(0, dtype=np.int64)  # pending rows at the previous call
         self.weights_ = self._pair_weights(cluster.users)
+        loc = conf.locality
+        self.rule_ = LocalityRule(CS, loc.node_delay, loc.rack_additional_delay,
+                                  loc.full_reset)
+        self.locality_ = LocalityState()
+        # heartbeats from the core only when delay scheduling can act (offers.py)
+        self.beat_ = getattr(self, "beat_", self.heartbeat_s)
+        self.heartbeat_s = self.beat_ if self.rule_.delays and self.parts_ is None else None
 
     def _caps_in_units(self, conf: cfg.CapacityConfig, cluster: ClusterInfo) -> QueueCaps:
         """The configuration's capacities, absolute memory converted to trace units."""
@@ -272,22 +298,30 @@ class CapacityScheduler(PolicyBase):
         preempt, wake = self.timer_.step(
             view.now, run, run_leaf, run_req, pend_leaf, req,
             self.first_seen_, self.am_row_, cluster, self.calc_, rounds)
-        idle = self.timer_.s.enabled and self._nothing_new(view)  # a monitor wake-up
+        offers = wants_offers(self, view)
+        # a monitor wake-up (skipped when nothing changed, unless heartbeats count misses)
+        idle = self.timer_.s.enabled and self._nothing_new(view) and not offers
         if adm is None or (idle and not len(preempt)):
             if len(job_mem):
                 job_mem[run_job] = 0.0
             return Decisions(preempt=preempt, wake_at_s=wake)
         args = kernel_inputs(self, req, jobs, pend_leaf, pair_used, run_job, cluster,
                              free, adm)
-        out = np.empty(len(req), dtype=np.int64)
-        order = out[:allocate(*args, out)]
-        # the node must hold the raw request too (it can exceed a capped normalised one)
-        fit = np.maximum(np.take(req, order, axis=0), np.take(pend.req, order, axis=0))
-        placed, node = self.index_.place(nodes, fit, None, packing=False)
-        chosen = order[placed]
+        if offers:  # the node must hold the raw request too (above a capped normalised one)
+            chosen, node = place_on_offers(self, view, args, np.maximum(req, pend.req))
+        else:
+            out = np.empty(len(req), dtype=np.int64)
+            order = out[:allocate(*args, no_offer(), out)]
+            fit = np.maximum(np.take(req, order, axis=0), np.take(pend.req, order, axis=0))
+            placed, node = self.index_.place(nodes, fit, None, packing=False)
+            chosen = order[placed]
         self._mark_started(jobs[chosen], np.take(req, chosen, axis=0),
                            pend.take("row", chosen))
         wake = self.timer_.after_placement(wake, len(chosen), len(pend) - len(chosen))
+        if offers and len(chosen) < len(pend):  # waiting work: the next heartbeats count
+            # (at least every second, so a placement lags its heartbeat by under 1 s)
+            wake = min(wake if wake is not None else np.inf,
+                       view.now + min(self.beat_, 1.0))
         return Decisions(place_req=chosen, place_node=node, preempt=preempt, wake_at_s=wake)
 
     def _nothing_new(self, view: SchedView) -> bool:

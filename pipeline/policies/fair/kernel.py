@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.policies.drf import group_by_code
+from pipeline.policies.locality.gate import assigned, best_local, pick
 from pipeline.policies.nodeindex import (
     _least_used,
     _update,
@@ -157,8 +157,16 @@ def _app_key(a, parent, kind, weight, min_share, demand, usage, inv_total, rank)
 def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_share, max_share,
               usage, demand, inv_total, rank, n_queues, started, am_used, am_limit, check_am,
               cap, w_alloc, w_ncont, w_up, key, val, pri, left, right, parent_t, agg, member,
-              root, skey, sfree, cnt, stack, out_req, out_node):
+              root, skey, sfree, cnt, stack, indptr, order, loc, out_req, out_node):
     """Place pending requests down the tree; return how many were placed.
+
+    ``indptr``/``order``: each tree node's requests (``group_by_code(leaf_of, nq)``).
+    ``loc`` (:func:`pipeline.policies.locality.gate.no_offer` or
+    :meth:`pipeline.policies.locality.gate.Candidates.loc`; applications are tree nodes):
+    with a node ``nd``, this is one heartbeat of ``nd`` (``FairScheduler.nodeUpdate`` ->
+    ``attemptScheduling``): every request goes to ``nd`` or waits, an application's request
+    comes from the locality gate, and one that lets the offer pass is skipped for this
+    heartbeat; requests done, cursors and the gate's state persist between offers.
 
     ``leaf_of`` gives each request's node in the tree (its application); ``usage`` (updated
     in place) and ``demand`` are per node, aggregated over subtrees; ``rank`` orders the
@@ -167,16 +175,30 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
     ``check_am``: ``started`` per node (updated in place), ``am_used`` (updated in place)
     and ``am_limit`` per queue.
     """
+    (nd, now, rule, p0, p1, n_nodes, full_reset, node_free, fit_req, done, ready, nxt_all,
+     app_job, has_in, node_ptr, node_lst, rack_ptr, rack_lst, n_rack, app_of, c_out, n_loc, n_noin,
+     miss, level, since) = loc
     nq = parent.shape[0]
-    indptr, order = group_by_code(leaf_of, nq)
+    if nd >= 0:
+        cursor = nxt_all
+        lbest = np.full(nq, -1, np.int64)
+        touched = np.empty(nq, np.int64)
+        n_touched = best_local(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, now,
+                               app_of, fit_req, node_free, nd, lbest, touched)
+        rack = n_rack[nd]
+    else:
+        cursor = indptr[:-1].copy()
+        lbest = np.zeros(0, np.int64)
+        touched = lbest
+        n_touched = 0
+        rack = -1
     alive = np.zeros(nq, dtype=np.int64)
     for q in range(nq - 1, -1, -1):  # children come after parents (breadth-first)
         is_leaf = child_ptr[q + 1] == child_ptr[q]
-        if (is_leaf and indptr[q + 1] > indptr[q]) or (not is_leaf and alive[q] > 0):
+        if (is_leaf and indptr[q + 1] > cursor[q]) or (not is_leaf and alive[q] > 0):
             alive[q] = 1 if is_leaf else alive[q]
             if parent[q] >= 0:
                 alive[parent[q]] += 1
-    cursor = indptr[:-1].copy()
     n_pos = child_idx.shape[0]
     p = 1
     while p < max(n_pos, 1):
@@ -227,7 +249,54 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
         placed = False
         needs_am = check_am and not started[q]
         lf = parent[q]
-        while j < indptr[q + 1] and not placed:
+        if nd >= 0:
+            i, typ = pick(rule, p0, p1, n_nodes, q, app_job[q], nd, now, lbest[q], order, j,
+                          indptr[q + 1], done, ready, has_in, fit_req, node_free, n_noin, c_out,
+                          n_loc, rack_ptr, rack_lst, rack, app_of, miss, level, since)
+            if i >= 0 and (not _fits_max(q, parent, usage, max_share, req[i, 0], req[i, 1],
+                                         req[i, 2]) or (needs_am and (
+                    am_used[lf, 0] + req[i, 0] > am_limit[lf, 0] * (1 + EPS) or
+                    am_used[lf, 1] + req[i, 1] > am_limit[lf, 1] * (1 + EPS) or
+                    am_used[lf, 2] + req[i, 2] > am_limit[lf, 2] * (1 + EPS)))):
+                i = -1
+            if i < 0:  # lets this heartbeat pass (or may not take more): skipped for it
+                _kill(q, parent, alive)
+                _seg_set(tv, ti, p, pos_of[q], np.inf)
+                continue
+            if typ >= 0:
+                assigned(rule, app_job[q], typ, now, p0, full_reset, miss, level, since)
+            done[i] = True
+            if has_in[i]:
+                c_out[q] -= 1
+            else:
+                n_noin[q] -= 1
+            while j < indptr[q + 1] and done[order[j]]:
+                j += 1
+            for r3 in range(3):
+                w_alloc[nd, r3] += req[i, r3]
+                node_free[nd, r3] -= fit_req[i, r3]
+            w_ncont[nd] += 1
+            _update(nd, cap, w_alloc, w_ncont, w_up, 1.0, key, val, pri, left, right,
+                    parent_t, agg, member, root, skey, sfree, cnt)
+            a = q
+            while a >= 0:
+                usage[a, 0] += req[i, 0]
+                usage[a, 1] += req[i, 1]
+                usage[a, 2] += req[i, 2]
+                a = parent[a]
+            out_req[c] = i
+            out_node[c] = nd
+            c += 1
+            if needs_am:
+                started[q] = True
+                am_used[lf, 0] += req[i, 0]
+                am_used[lf, 1] += req[i, 1]
+                am_used[lf, 2] += req[i, 2]
+            for t in range(n_touched):
+                lbest[touched[t]] = -1
+            n_touched = best_local(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready,
+                                   now, app_of, fit_req, node_free, nd, lbest, touched)
+        while nd < 0 and j < indptr[q + 1] and not placed:
             i = order[j]
             j += 1
             rc, rm, rg = req[i, 0], req[i, 1], req[i, 2]
@@ -242,14 +311,14 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
                 continue
             if dominated_by_failure(failed, n_failed, rc, rm, rg):
                 continue
-            nd = _least_used(skey, sfree, rc, rm, rg, stack)
-            if nd < 0:  # anything at least as large fits nowhere either this round
+            dst = _least_used(skey, sfree, rc, rm, rg, stack)
+            if dst < 0:  # anything at least as large fits nowhere either this round
                 n_failed = remember_failure(failed, n_failed, rc, rm, rg)
                 continue
             for k in range(3):
-                w_alloc[nd, k] += req[i, k]
-            w_ncont[nd] += 1
-            _update(nd, cap, w_alloc, w_ncont, w_up, 1.0, key, val, pri, left, right,
+                w_alloc[dst, k] += req[i, k]
+            w_ncont[dst] += 1
+            _update(dst, cap, w_alloc, w_ncont, w_up, 1.0, key, val, pri, left, right,
                     parent_t, agg, member, root, skey, sfree, cnt)
             a = q
             while a >= 0:
@@ -258,7 +327,7 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
                 usage[a, 2] += rg
                 a = parent[a]
             out_req[c] = i
-            out_node[c] = nd
+            out_node[c] = dst
             c += 1
             placed = True
             if needs_am:  # this first container is the application's AM

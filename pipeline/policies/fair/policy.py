@@ -26,15 +26,22 @@ import numpy as np
 
 from pipeline.errors import UsageError
 from pipeline.policies.base import Param, PolicyBase, PreemptionProfile
-from pipeline.policies.drf import inverse_capacity
+from pipeline.policies.drf import group_by_code, inverse_capacity
 from pipeline.policies.fair.apps import AppNumbering
 from pipeline.policies.fair.config import NEVER, UNLIMITED, QueueSetup, build
 from pipeline.policies.fair.kernel import fair_fill, leaf_usage
 from pipeline.policies.fair.limits import AppLimits, am_limits, increments
+from pipeline.policies.fair.offers import (
+    fair_rule,
+    fill_on_offers,
+    site_locality,
+    wants_offers,
+)
 from pipeline.policies.fair.preempt import WAIT_BEFORE_KILL_S, FairPreemption
 from pipeline.policies.fair.reclaim import preempt_step
 from pipeline.policies.fair.settings import fair_file_settings
 from pipeline.policies.fair.shares import tree_shares
+from pipeline.policies.locality.gate import LocalityState, no_offer
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.policies.queues.report import queue_rows
 from pipeline.policies.settings import Setting
@@ -83,6 +90,25 @@ class FairScheduler(PolicyBase):
         "max_am_share": Param(
             0.5, "queueMaxAMShareDefault where no file sets it: fraction of a leaf's fair "
                  "share for AMs (Hadoop 0.5; -1: no check)", float, -1.0, 1.0),
+        "locality_threshold_node": Param(
+            -1.0, "yarn.scheduler.fair.locality.threshold.node: heartbeats to pass up, as a "
+                  "fraction of the nodes, before rack-local (-1: none)", float, -1.0, 1.0),
+        "locality_threshold_rack": Param(
+            -1.0, "yarn.scheduler.fair.locality.threshold.rack: further, before off-rack",
+            float, -1.0, 1.0),
+        "continuous_scheduling": Param(
+            False, "yarn.scheduler.fair.continuous-scheduling-enabled: use the time-based "
+                   "locality delays below instead of the thresholds", bool),
+        "locality_delay_node_ms": Param(
+            -1.0, "yarn.scheduler.fair.locality-delay-node-ms (continuous scheduling)",
+            float, -1.0),
+        "locality_delay_rack_ms": Param(
+            -1.0, "yarn.scheduler.fair.locality-delay-rack-ms (continuous scheduling)",
+            float, -1.0),
+        "site_file": Param("", "yarn-site.xml whose yarn.scheduler.fair.* locality settings "
+                               "replace the five above", str, file=True),
+        "heartbeat_s": Param(1.0, "NodeManager heartbeat interval, the opportunities the "
+                                  "thresholds count", float, 1e-3),
     }
     needs_running = True
     allocation_file: str
@@ -96,6 +122,13 @@ class FairScheduler(PolicyBase):
     max_running_apps: int
     user_max_apps: int
     max_am_share: float
+    locality_threshold_node: float
+    locality_threshold_rack: float
+    continuous_scheduling: bool
+    locality_delay_node_ms: float
+    locality_delay_rack_ms: float
+    site_file: str
+    heartbeat_s: float | None
 
     def queue_setup(self, trace_queues: tuple[str, ...]) -> QueueSetup:
         """The queues, placement and per-queue settings from the file or the parameters."""
@@ -130,6 +163,20 @@ class FairScheduler(PolicyBase):
         self.preempt_ = FairPreemption(qs.tree.n_leaves)
         self.am_row_ = np.full(1024, -1, dtype=np.int64)  # first container of each job
         self.last_fair_ = np.zeros((qs.tree.n_queues, 3))
+        self.rule_ = fair_rule(**self.locality_settings())
+        self.locality_ = LocalityState()
+        # heartbeats from the core only when delay scheduling can act (offers.py)
+        self.beat_ = getattr(self, "beat_", self.heartbeat_s)
+        self.heartbeat_s = self.beat_ if self.rule_.delays else None
+
+    def locality_settings(self) -> dict[str, Any]:
+        """The delay-scheduling settings: ``site_file``'s where it sets them, else inline."""
+        values = {"threshold_node": self.locality_threshold_node,
+                  "threshold_rack": self.locality_threshold_rack,
+                  "continuous": self.continuous_scheduling,
+                  "delay_node_ms": self.locality_delay_node_ms,
+                  "delay_rack_ms": self.locality_delay_rack_ms}
+        return site_locality(self.site_file, values) if self.site_file else values
 
     def decide(self, view: SchedView) -> Decisions:
         self.index_.refresh(view.nodes)
@@ -178,17 +225,29 @@ class FairScheduler(PolicyBase):
         m = len(req_job)
         out_req, out_node = np.empty(m, np.int64), np.empty(m, np.int64)
         ix = self.index_
-        c = fair_fill(np.ascontiguousarray(req), tree_.node_of_req, tree_.parent,
-                      tree_.child_ptr, tree_.child_idx, tree_.kind, tree_.weight,
-                      tree_.min_share, tree_.max_share, tree_.usage, tree_.demand,
-                      inverse_capacity(view.nodes.cap, view.nodes.state), tree_.rank,
-                      tree.n_queues, started, am_used, am_limit, check_am, view.nodes.cap,
-                      ix.alloc, ix.ncont, ix.up, *ix._arrays(), out_req, out_node)
-        placed = out_req[:c]
-        if lim.active and c:
+        req = np.ascontiguousarray(req)
+        indptr, order = group_by_code(tree_.node_of_req, len(tree_.parent))
+        args = (req, tree_.node_of_req, tree_.parent, tree_.child_ptr, tree_.child_idx,
+                tree_.kind, tree_.weight, tree_.min_share, tree_.max_share, tree_.usage,
+                tree_.demand, inverse_capacity(view.nodes.cap, view.nodes.state), tree_.rank,
+                tree.n_queues, started, am_used, am_limit, check_am, view.nodes.cap,
+                ix.alloc, ix.ncont, ix.up, *ix._arrays(), indptr, order)
+        if wants_offers(self.rule_, view, sel):
+            def place(loc: tuple) -> np.ndarray:
+                return out_req[:fair_fill(*args, loc, out_req, out_node)].copy()
+
+            placed, nodes = fill_on_offers(view, self.rule_, self.locality_, sel,
+                                           tree_.node_of_req, tree_.app_job, tree.n_queues,
+                                           req, place)
+            # waiting work: the next heartbeats count (at least every second)
+            out.wake_at_s = view.now + min(self.beat_, 1.0) if len(placed) < m else None
+        else:
+            c = fair_fill(*args, no_offer(), out_req, out_node)
+            placed, nodes = out_req[:c], out_node[:c]
+        if lim.active and len(placed):
             lim.note_started(req_job[placed], req[placed])
         out.place_req = placed if sel is None else sel[placed]
-        out.place_node = out_node[:c]
+        out.place_node = nodes
         if self.preemption:
             self._note_first(pending.job, pending.row, out.place_req)
         return out

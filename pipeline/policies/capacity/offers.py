@@ -1,0 +1,68 @@
+"""CapacityScheduler delay scheduling: the assignment loop run once per node heartbeat.
+
+Hadoop allocates when a NodeManager heartbeats (``CapacityScheduler.nodeUpdate`` ->
+``allocateContainersToNode``): the queues are descended for *that* node, and an application
+whose requests want other nodes lets it pass (a missed scheduling opportunity,
+``RegularContainerAllocator``), so the next application in the queue's order gets it.
+tracereplay does the same when the pending requests say where their data is: the core's
+heartbeats since the previous call (:mod:`pipeline.sim.heartbeat`) are offered in time
+order, each runs :func:`~pipeline.policies.capacity.kernel.allocate` with the node's room,
+and the locality gate (:mod:`pipeline.policies.locality.gate`, rule ``CS``) picks the
+request or the skip.  Queue, user and AM accounting carry over from one heartbeat to the
+next within a call.  Without data locations the containers are chosen against the cluster's
+room at once, as before (no request could be delayed, so the order of nodes is moot).
+
+Not modelled: ``per-node-heartbeat.maximum-offswitch-assignments`` (1 in Hadoop 3.3) and
+the multiple-assignments switch (a heartbeat fills its node, as the aggregate path does),
+reservations, and locality with node labels (a labelled configuration places as before).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pipeline.policies.capacity.kernel import allocate
+from pipeline.policies.locality.gate import Candidates, offer_loop
+
+if TYPE_CHECKING:
+    from pipeline.policies.capacity.policy import CapacityScheduler
+    from pipeline.sim.interface import SchedView
+
+
+def wants_offers(p: CapacityScheduler, view: SchedView) -> bool:
+    """Whether this call places on heartbeats: the rule can delay and a request has data."""
+    if view.offers is None or not p.rule_.delays or len(view.pending) == 0:
+        return False
+    return bool((np.asarray(view.pending.inputs)[:, 0] >= 0).any())
+
+
+def place_on_offers(p: CapacityScheduler, view: SchedView, args: tuple, fit: np.ndarray,
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Requests placed and their nodes, heartbeat by heartbeat (``args``: the kernel's
+    inputs from :func:`~pipeline.policies.capacity.batch.kernel_inputs`; ``fit``: per
+    request the room it needs on a node, the larger of its raw and normalised sizes)."""
+    assert view.offers is not None
+    nodes = view.nodes
+    req_idx, app_lo, app_hi = args[1], args[2], args[3]
+    n_apps = len(app_lo)
+    if n_apps == 0 or len(view.offers[0]) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    app_of = np.full(len(fit), -1, np.int64)
+    app_of[req_idx] = np.repeat(np.arange(n_apps), app_hi - app_lo)
+    jobs = np.asarray(view.pending.job, dtype=np.int64)
+    app_job = jobs[req_idx[app_lo]]
+    p.locality_.grow(int(app_job.max()) + 1)
+    cands = Candidates(view.pending.inputs, nodes.rack, app_of, n_apps, view.pending.ready_s)
+    up = np.asarray(nodes.state) == 2
+    free = np.ascontiguousarray(np.where(up[:, None], nodes.cap - nodes.alloc, 0.0))
+    fit = np.ascontiguousarray(fit, dtype=np.float64)
+    out = np.empty(len(fit), np.int64)
+
+    def place(loc: tuple) -> np.ndarray:
+        return out[:allocate(*args, loc, out)].copy()
+
+    return offer_loop(view.offers, cands, p.rule_, p.locality_, free, fit,
+                      fit[req_idx].min(axis=0) - 1e-9, app_lo.copy(), app_job, int(up.sum()),
+                      place)

@@ -1,0 +1,299 @@
+"""YARN's delay scheduling, written once for the queue schedulers that place on node offers.
+
+A queue scheduler (``capacity-scheduler``, ``fair-scheduler``) picks the application that
+gets the next container; when it places on a node heartbeat (an *offer*), this module
+decides which of that application's requests may use the node, or that the application
+lets the offer pass (a *missed scheduling opportunity*).  The rules are Hadoop 3.3's:
+
+- ``CS`` (``RegularContainerAllocator.canAssign``, CapacityScheduler.md): the counter of
+  missed opportunities grows by one each time the application is offered a node; a
+  rack-local container is allowed once ``missed > min(N, node-locality-delay)``; an
+  off-switch one once ``missed > min(N, node-locality-delay + rack-locality-additional-
+  delay)``, or, with the additional delay at -1, once ``min(N, C * min(L / N, 1)) <
+  missed`` (``L``: distinct hosts and racks the application's requests name, ``C``: its
+  outstanding containers, ``N``: nodes).  A node-local container resets the counter, a
+  rack-local one too when ``rack-locality-full-reset`` (default true) is on, else sets it
+  to the node delay; an off-switch one never does.  A node-locality-delay of -1 ignores
+  locality.
+- ``FS_COUNT`` (``FSAppAttempt.getAllowedLocalityLevel``): thresholds are fractions of the
+  cluster size (capped at 1); the allowed level starts at node-local and relaxes one step
+  when ``opportunities > N * threshold`` (strictly), resetting the count; any assignment
+  resets the count, and one more local than the allowed level raises it back.  A threshold
+  below 0 (the default -1) allows off-switch at once.
+- ``FS_TIME`` (``getAllowedLocalityLevelByTime``, YARN's continuous scheduling): the same
+  ladder, relaxing when the time since the last assignment (or relaxation; from the first
+  offer for a new application) exceeds ``locality-delay-node-ms`` / ``-rack-ms``.
+
+Requests without input data (reduces; traces without locations) are YARN's ANY-only asks:
+never delayed, and they leave the locality state alone (in MapReduce they are a separate
+priority, whose counter is separate).  A request's type is the most local of what the rule
+allows and what the node is to it (an off-switch assignment on a node in the data's rack is
+an off-switch assignment, as in YARN).  ``L`` and ``C`` are taken at the start of each
+scheduling call (YARN updates them as asks are satisfied; within a call they only shrink).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from pipeline.policies.locality.candidates import ANY, NODE, RACK, csr, fits, task_racks
+
+NO_DELAY, CS, FS_COUNT, FS_TIME = 0, 1, 2, 3
+OFF_ONLY = 3  # CS: off-switch allowed, rack-local not yet (the L * C / N rule comes first)
+
+
+@dataclass(frozen=True)
+class LocalityRule:
+    """Which delay rule a scheduler applies, and its two settings (see module doc)."""
+
+    kind: int = NO_DELAY
+    p0: float = -1.0  # CS node-locality-delay; FS node threshold (fraction or seconds)
+    p1: float = -1.0  # CS rack-locality-additional-delay; FS rack threshold
+    full_reset: bool = True  # CS rack-locality-full-reset
+
+    @property
+    def delays(self) -> bool:
+        """Whether the rule can make an application let an offer pass."""
+        if self.kind == CS:
+            return self.p0 >= 0
+        return self.kind in (FS_COUNT, FS_TIME) and self.p0 >= 0 and self.p1 >= 0
+
+
+def no_offer() -> tuple:
+    """The ``loc`` argument of the compiled loops for choosing against the cluster's room."""
+    i64, b = np.zeros(0, np.int64), np.zeros(0, np.bool_)
+    f2 = np.zeros((0, 3))
+    return (-1, 0.0, 0, -1.0, -1.0, 0, True, f2, f2, b, np.zeros(0), i64, i64, b, i64, i64,
+            i64, i64, i64, i64, i64, i64, i64, i64, np.zeros(0, np.int8), np.zeros(0))
+
+
+class LocalityState:
+    """Per job code: missed opportunities, allowed level (FS), time of the last assignment
+    or relaxation (FS time-based; NaN before the first offer).  Persists between calls."""
+
+    def __init__(self) -> None:
+        self.miss = np.zeros(0, np.int64)
+        self.level = np.zeros(0, np.int8)
+        self.since = np.zeros(0)
+
+    def grow(self, n: int) -> None:
+        if n <= len(self.miss):
+            return
+        extra = max(n, 2 * len(self.miss)) - len(self.miss)
+        self.miss = np.concatenate([self.miss, np.zeros(extra, np.int64)])
+        self.level = np.concatenate([self.level, np.zeros(extra, np.int8)])
+        self.since = np.concatenate([self.since, np.full(extra, np.nan)])
+
+
+class Candidates:
+    """Where the pending requests' data is, for one scheduling call: node -> requests and
+    rack -> requests lists, and per application its outstanding requests with data (C) and
+    the distinct hosts and racks they name (L)."""
+
+    def __init__(self, inputs: np.ndarray, n_rack: np.ndarray, app_of: np.ndarray,
+                 n_apps: int, ready: np.ndarray) -> None:
+        inputs = np.ascontiguousarray(inputs, dtype=np.int64)
+        n_rack = np.ascontiguousarray(n_rack, dtype=np.int64)
+        self.has_in = inputs[:, 0] >= 0 if len(inputs) else np.zeros(0, np.bool_)
+        self.node_ptr, self.node_lst = csr(len(n_rack), inputs, inputs.shape[1])
+        n_racks = int(n_rack.max()) + 1 if len(n_rack) else 0
+        self.rack_ptr, self.rack_lst = csr(n_racks, task_racks(inputs, n_rack),
+                                           inputs.shape[1])
+        self.app_of = np.ascontiguousarray(app_of, dtype=np.int64)
+        mine = self.app_of >= 0  # requests of no application here are never picked
+        self.c_out = np.bincount(self.app_of[self.has_in & mine],
+                                 minlength=n_apps).astype(np.int64)
+        self.n_loc = locations(inputs, n_rack, self.app_of, n_apps)
+        self.n_noin = np.bincount(self.app_of[~self.has_in & mine],
+                                  minlength=n_apps).astype(np.int64)
+        self.n_rack = n_rack
+        self.done = ~mine
+        self.ready = np.ascontiguousarray(ready, dtype=np.float64)
+
+    def loc(self, nd: int, now: float, rule: LocalityRule, n_nodes: int, free: np.ndarray,
+            fit_req: np.ndarray, nxt: np.ndarray, app_job: np.ndarray,
+            state: LocalityState) -> tuple:
+        """One offer, as the ``loc`` argument of the schedulers' compiled loops."""
+        return (int(nd), float(now), rule.kind, float(rule.p0), float(rule.p1), int(n_nodes),
+                rule.full_reset, free, fit_req, self.done, self.ready, nxt, app_job,
+                self.has_in,
+                self.node_ptr, self.node_lst, self.rack_ptr, self.rack_lst, self.n_rack,
+                self.app_of, self.c_out, self.n_loc, self.n_noin, state.miss, state.level,
+                state.since)
+
+
+def offer_loop(offers: tuple[np.ndarray, np.ndarray], cands: Candidates, rule: LocalityRule,
+               state: LocalityState, free: np.ndarray, fit: np.ndarray, smallest: np.ndarray,
+               nxt: np.ndarray, app_job: np.ndarray, n_nodes: int,
+               place: Callable[[tuple], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Offer the heartbeats in time order: ``place(loc)`` runs a scheduler's loop for one
+    node and returns the requests it put there.  Nodes without room for the ``smallest``
+    request ask for nothing (no opportunity is counted).  Returns requests and nodes."""
+    placed: list[np.ndarray] = []
+    where: list[np.ndarray] = []
+    for nd, at in zip(offers[0].tolist(), offers[1].tolist(), strict=True):
+        if (free[nd] < smallest).any():
+            continue
+        got = place(cands.loc(nd, at, rule, n_nodes, free, fit, nxt, app_job, state))
+        if len(got):
+            placed.append(got)
+            where.append(np.full(len(got), nd, np.int64))
+        if cands.done.all():
+            break
+    if not placed:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(placed), np.concatenate(where)
+
+
+@njit(cache=True)
+def locations(inputs, n_rack, app_of, n_apps):
+    """Per application, the distinct hosts plus distinct racks its requests name."""
+    out = np.zeros(n_apps, np.int64)
+    seen_n = np.full(len(n_rack), -1, np.int64)
+    seen_r = np.full(int(n_rack.max()) + 1 if len(n_rack) else 1, -1, np.int64)
+    for i in range(inputs.shape[0]):
+        a = app_of[i]
+        if a < 0:
+            continue
+        for c in range(inputs.shape[1]):
+            x = inputs[i, c]
+            if x < 0:
+                break
+            if seen_n[x] != a:
+                seen_n[x] = a
+                out[a] += 1
+            r = n_rack[x]
+            if r >= 0 and seen_r[r] != a:
+                seen_r[r] = a
+                out[a] += 1
+    return out
+
+
+@njit(cache=True)
+def allowed(kind, a, j, now, p0, p1, n_nodes, c_out, n_loc, miss, level, since):
+    """The level application ``a`` (job code ``j``) may use at this offer; counts the offer
+    (``miss``) and relaxes the FS level, as the rules of the module doc say."""
+    miss[j] += 1
+    if kind == CS:
+        if p0 < 0:
+            return ANY
+        m = miss[j]
+        if p1 > -1:
+            off = m > min(n_nodes, p0 + p1)
+        else:
+            off = min(n_nodes, c_out[a] * min(n_loc[a] / max(n_nodes, 1), 1.0)) < m
+        rack = m > min(n_nodes, p0)
+        if off:
+            return ANY if rack else OFF_ONLY
+        return RACK if rack else NODE
+    if p0 < 0 or p1 < 0:
+        return ANY
+    if kind == FS_COUNT:
+        if level[j] == NODE and miss[j] > n_nodes * min(p0, 1.0):
+            level[j] = RACK
+            miss[j] = 0
+        elif level[j] == RACK and miss[j] > n_nodes * min(p1, 1.0):
+            level[j] = ANY
+            miss[j] = 0
+        return level[j]
+    if np.isnan(since[j]):
+        since[j] = now
+    if level[j] == NODE and now - since[j] > p0:
+        level[j] = RACK
+        since[j] = now
+    elif level[j] == RACK and now - since[j] > p1:
+        level[j] = ANY
+        since[j] = now
+    return level[j]
+
+
+@njit(cache=True)
+def assigned(kind, j, typ, now, p0, full_reset, miss, level, since):
+    """Update job code ``j``'s state after an assignment of type ``typ``."""
+    if kind == CS:
+        if typ == NODE or (typ == RACK and full_reset):
+            miss[j] = 0
+        elif typ == RACK:
+            miss[j] = min(miss[j], int(max(p0, 0)))
+        return
+    miss[j] = 0
+    since[j] = now
+    if typ < level[j]:
+        level[j] = typ
+
+
+@njit(cache=True)
+def best_local(lo, hi, lst, done, ready, now, app_of, req, free, nd, best, touched):
+    """Per application, its first request in ``lst[lo:hi]`` not done, ready by ``now`` and
+    fitting ``nd``, into ``best`` (by application); returns how many were touched."""
+    n = 0
+    for q in range(lo, hi):
+        i = lst[q]
+        if done[i] or ready[i] > now or not fits(req[i], free, nd):
+            continue
+        a = app_of[i]
+        if best[a] < 0:
+            touched[n] = a
+            n += 1
+            best[a] = i
+        elif i < best[a]:
+            best[a] = i
+    return n
+
+
+@njit(cache=True)
+def first_fit(lst, lo, hi, done, ready, now, has_in, want_in, req, free, nd):
+    """First request of ``lst[lo:hi]`` not done, ready, with (or without) data, fitting
+    ``nd``."""
+    for q in range(lo, hi):
+        i = lst[q]
+        if not done[i] and ready[i] <= now and has_in[i] == want_in and \
+                fits(req[i], free, nd):
+            return i
+    return -1
+
+
+@njit(cache=True)
+def rack_local(lst, lo, hi, done, ready, now, app_of, a, req, free, nd):
+    """First request of application ``a`` in a rack list not done, ready and fitting."""
+    for q in range(lo, hi):
+        i = lst[q]
+        if app_of[i] == a and not done[i] and ready[i] <= now and fits(req[i], free, nd):
+            return i
+    return -1
+
+
+@njit(cache=True)
+def pick(kind, p0, p1, n_nodes, a, j, nd, now, local_i, lst, lo, hi, done, ready, has_in,
+         req, free, n_noin, c_out, n_loc, rack_ptr, rack_lst, rack, app_of, miss, level,
+         since):
+    """The request of application ``a`` (job code ``j``; its requests ``lst[lo:hi]``) that
+    may use node ``nd`` now, and its type (NODE, RACK, ANY; -1 for an ANY-only ask), or
+    ``(-1, -1)`` when the application lets the offer pass.  ``local_i``: its first request
+    with data on ``nd`` that fits (-1 if none).  An offer counts as an opportunity only when
+    some request with data fits the node (``hasContainerForNode``)."""
+    if local_i >= 0:
+        miss[j] += 1  # counted, then reset by the node-local assignment
+        return local_i, NODE
+    if n_noin[a] > 0:
+        i = first_fit(lst, lo, hi, done, ready, now, has_in, False, req, free, nd)
+        if i >= 0:
+            return i, -1
+    if c_out[a] == 0:
+        return -1, -1
+    i_any = first_fit(lst, lo, hi, done, ready, now, has_in, True, req, free, nd)
+    if i_any < 0:
+        return -1, -1
+    lvl = allowed(kind, a, j, now, p0, p1, n_nodes, c_out, n_loc, miss, level, since)
+    if RACK <= lvl <= ANY and rack >= 0 and rack + 1 < len(rack_ptr):
+        i = rack_local(rack_lst, rack_ptr[rack], rack_ptr[rack + 1], done, ready, now,
+                       app_of, a, req, free, nd)
+        if i >= 0:
+            return i, RACK
+    if lvl >= ANY:
+        return i_any, ANY
+    return -1, -1
