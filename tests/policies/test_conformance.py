@@ -109,10 +109,11 @@ def _write(case: dict, directory: Path) -> Path:
     return directory
 
 
-def _run(case: dict, trace: Path, out: Path, name: str) -> dict:
+def _run(case: dict, trace: Path, out: Path, name: str, params: dict | None = None) -> dict:
     options = ({"node_cpu": 8.0, "node_mem": 16.0, "max_nodes": 3, "boot_delay_s": 5.0,
                 "upscale_wait_s": 10.0, "idle_s": 3.0} if case["cluster"] == "elastic" else {})
-    result = replay(trace, name, {}, 7, out, cluster=case["cluster"], cluster_options=options,
+    result = replay(trace, name, params or {}, 7, out, cluster=case["cluster"],
+                    cluster_options=options,
                     sched_interval_s=case["interval"], horizon_s=case["horizon"])
     return result.run
 
@@ -212,6 +213,31 @@ def test_replay_invariants(name: str, case: dict, tmp_path_factory: pytest.TempP
     assert_same_tables(root / "a", root / "b")
     metrics = pl.read_parquet(root / "a" / "metrics.parquet")
     assert not np.any(metrics["value"].drop_nulls().is_nan().to_numpy())
+
+
+# delay-scheduling settings of the queue schedulers that are off by default (the
+# CapacityScheduler's node-locality-delay, 40, is on in the default run above)
+LOCALITY_VARIANTS = [
+    ("capacity-scheduler", {"node_locality_delay": 1, "rack_locality_additional_delay": 1}),
+    ("fair-scheduler", {"locality_threshold_node": 0.5, "locality_threshold_rack": 0.5}),
+    ("fair-scheduler", {"continuous_scheduling": True, "locality_delay_node_ms": 2000.0,
+                        "locality_delay_rack_ms": 3000.0}),
+]
+
+
+@pytest.mark.parametrize(("name", "params"), LOCALITY_VARIANTS)
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=small_trace())
+def test_replay_invariants_with_locality_delay(name: str, params: dict, case: dict,
+                                               tmp_path_factory: pytest.TempPathFactory
+                                               ) -> None:
+    root = tmp_path_factory.mktemp("case")
+    trace = _write(case, root / "trace")
+    run = _run(case, trace, root / "a", name, params)
+    check_run(case, root / "a", run["summary"]["end_s"])
+    _run(case, trace, root / "b", name, params)
+    assert_same_tables(root / "a", root / "b")
 
 
 def _contended(directory: Path) -> Path:

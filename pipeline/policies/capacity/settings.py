@@ -3,7 +3,8 @@
 
 With ``config`` set, the inline parameters ``queues``, ``mappings``, ``user_limit_factor``,
 ``minimum_user_limit_percent``, ``ordering``, ``resource_calculator``,
-``max_am_resource_percent``, ``maximum_applications`` and ``preemption`` are not used: the
+``max_am_resource_percent``, ``maximum_applications``, ``preemption`` and the three
+locality delays are not used: the
 file's properties (or Hadoop 3.3's defaults where the file is silent) are.  Per-queue
 properties are shown as one value when every leaf has the same, else per leaf.  With
 preemption on, the ProportionalCapacityPreemptionPolicy knobs are listed too.
@@ -64,6 +65,11 @@ def capacity_file_settings(path: str, node_labels: str) -> dict[str, Setting]:
         "maximum_applications": prop(cfg.P + "maximum-applications",
                                      conf.max_applications),
         "preemption": prop(MONITOR, conf.preemption.enabled),
+        "node_locality_delay": prop(cfg.P + "node-locality-delay", conf.locality.node_delay),
+        "rack_locality_additional_delay": prop(cfg.P + "rack-locality-additional-delay",
+                                               conf.locality.rack_additional_delay),
+        "rack_locality_full_reset": prop(cfg.P + "rack-locality-full-reset",
+                                         conf.locality.full_reset),
     }
     if conf.preemption.enabled:
         values = asdict(conf.preemption)

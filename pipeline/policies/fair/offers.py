@@ -30,6 +30,7 @@ from pipeline.policies.locality.gate import (
     LocalityState,
     offer_loop,
 )
+from pipeline.policies.settings import Setting, from_file
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -100,7 +101,7 @@ SITE_PROPS = {"threshold_node": "locality.threshold.node",
 
 def site_locality(path: str, values: dict[str, Any]) -> dict[str, Any]:
     """``values`` with those a yarn-site.xml sets replaced (errors name file and property;
-    thresholds must be -1 or within [0, 1], delays -1 or more)."""
+    delays must be -1 or more)."""
     r = Reader(read_properties(Path(path)), path)
     out = dict(values)
     for key, name in SITE_PROPS.items():
@@ -108,11 +109,23 @@ def site_locality(path: str, values: dict[str, Any]) -> dict[str, Any]:
             continue
         if key == "continuous":
             out[key] = r.flag(SITE + name, False)
-        elif key.startswith("threshold"):
-            value = r.number(SITE + name, -1.0, -1.0, 1.0)
-            if -1.0 < value < 0.0:
-                raise r.fail(SITE + name, f"{value:g} is neither -1 nor in [0, 1]")
-            out[key] = value
+        elif key.startswith("threshold"):  # below 0: no delay; above 1: capped (YARN)
+            out[key] = min(r.number(SITE + name, -1.0), 1.0)
         else:
             out[key] = r.number(SITE + name, -1.0, -1.0)
     return out
+
+
+# fair_rule argument -> the policy parameter it stands for
+PARAM_OF = {"threshold_node": "locality_threshold_node",
+            "threshold_rack": "locality_threshold_rack",
+            "continuous": "continuous_scheduling",
+            "delay_node_ms": "locality_delay_node_ms",
+            "delay_rack_ms": "locality_delay_rack_ms"}
+
+
+def site_settings(path: str, values: dict[str, Any]) -> dict[str, Setting]:
+    """The locality settings ``path`` decides (``values``: as :func:`site_locality` read)."""
+    props = read_properties(Path(path))
+    return {PARAM_OF[key]: from_file(values[key], path, SITE + name, SITE + name in props)
+            for key, name in SITE_PROPS.items()}

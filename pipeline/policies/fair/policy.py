@@ -35,6 +35,7 @@ from pipeline.policies.fair.offers import (
     fair_rule,
     fill_on_offers,
     site_locality,
+    site_settings,
     wants_offers,
 )
 from pipeline.policies.fair.preempt import WAIT_BEFORE_KILL_S, FairPreemption
@@ -145,10 +146,13 @@ class FairScheduler(PolicyBase):
                      UNLIMITED if self.user_max_apps < 0 else self.user_max_apps)
 
     def file_settings(self) -> dict[str, Setting]:
-        """What ``allocation_file`` decides instead of the parameters (:mod:`.settings`)."""
-        if not self.allocation_file:
-            return {}
-        return fair_file_settings(self.allocation_file, self.queue_setup(()))
+        """What ``allocation_file`` and ``site_file`` decide instead of the parameters
+        (:mod:`.settings`)."""
+        out = (fair_file_settings(self.allocation_file, self.queue_setup(()))
+               if self.allocation_file else {})
+        if self.site_file:
+            out.update(site_settings(self.site_file, self.locality_settings()))
+        return out
 
     def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
         super().setup(cluster, rng)

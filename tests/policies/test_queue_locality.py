@@ -1,0 +1,205 @@
+"""Delay scheduling in the queue schedulers, through replay: the CapacityScheduler's missed
+opportunities (node-locality-delay, rack-locality-additional-delay, the L*C/N rule) and the
+FairScheduler's thresholds (fractions of the cluster) and time delays.
+
+The cases make every heartbeat countable: a job of ten one-slot tasks whose data is on
+small hosts that cannot run them (no node-local launch is possible), every other node with
+room for one task, and a heartbeat interval of N seconds on N nodes, so one node reports
+per second (report ``i`` of a period at ``i + 0.5`` s).  The k-th report from a node with
+room therefore comes between ``k - 0.5`` s and ``k - 0.5 + (hosts)`` s, and a launch lands
+at the next policy call (within 1 s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline.bench.workload import write_trace
+from pipeline.policies.locality.candidates import ANY, NODE, RACK
+from pipeline.policies.locality.gate import (
+    CS,
+    FS_COUNT,
+    OFF_ONLY,
+    allowed,
+    assigned,
+)
+from pipeline.replay import replay
+
+TASKS = 10
+
+
+def _replay(tmp: Path, policy: str, params: dict, n: int, hosts: tuple[str, ...],
+            rack_of: Callable[[int], str]) -> pl.DataFrame:
+    machines = [{"machine_id": f"n{i:03d}", "cpu": 1.0,
+                 "mem": 0.5 if f"n{i:03d}" in hosts else 1.0, "rack": rack_of(i)}
+                for i in range(n)]
+    tasks = [{"task_id": f"t{k}", "job_id": "j", "submit_s": 0.0, "duration_s": 5000.0,
+              "cpu": 1.0, "mem": 1.0, "inputs": list(hosts)} for k in range(TASKS)]
+    trace = write_trace(tmp / "trace", machines, tasks,
+                        [{"job_id": "j", "user": "u", "submit_s": 0.0}], window_end_s=6000.0)
+    replay(trace, policy, {"heartbeat_s": float(n), **params}, 0, tmp / "run")
+    tr = pl.read_parquet(tmp / "run" / "task_runs.parquet").sort("start_s")
+    assert tr["start_s"].null_count() == 0 and tr.height == TASKS
+    return tr
+
+
+# CapacityScheduler.md's case: 100 nodes, a request for 10 containers naming 3 hosts in 2
+# racks; L = 3 hosts + 2 racks = 5, C = 10, so L*C/N = 0.5
+CS_HOSTS = ("n000", "n001", "n025")
+
+
+def _cs(tmp: Path, params: dict, rack_of: Callable[[int], str]) -> pl.DataFrame:
+    return _replay(tmp, "capacity-scheduler", params, 100, CS_HOSTS, rack_of)
+
+
+def test_cs_default_goes_off_switch_at_the_first_missed_opportunity(tmp_path: Path) -> None:
+    """node-locality-delay 40, additional delay -1: off-switch is allowed once
+    min(N, C*L/N) = 0.5 < missed, i.e. at the first offer, and an off-switch assignment
+    does not reset the count: the ten tasks launch at the first ten offers."""
+    tr = _cs(tmp_path, {}, lambda i: f"r{i // 25}")
+    assert tr["start_s"].max() <= TASKS - 0.5 + len(CS_HOSTS) + 1.0
+    assert (tr["locality"] != "node").all()
+
+
+def test_cs_rack_local_from_the_41st_missed_opportunity(tmp_path: Path) -> None:
+    """Every node with room is in the data's racks: the first launch is rack-local at the
+    41st offer (missed > node-locality-delay = 40); rack-locality-full-reset (default)
+    restarts the count, so the next one waits 41 offers again.  With the additional
+    delay at 20 the L*C/N rule is off, so nothing launches earlier."""
+    tr = _cs(tmp_path, {"rack_locality_additional_delay": 20},
+             lambda i: "r0" if i < 50 else "r1")
+    first, second = tr["start_s"][0], tr["start_s"][1]
+    assert 40.5 <= first <= 40.5 + len(CS_HOSTS) + 1.0
+    assert tr["locality"][0] == "rack"
+    assert second - first >= 40.0 - 1.0
+
+
+def test_cs_off_switch_from_the_61st_with_additional_delay_20(tmp_path: Path) -> None:
+    """The data's racks hold only the small hosts: no rack-local launch is possible, and
+    off-switch comes once missed > 40 + 20; it does not reset the count, so the other
+    nine follow at the next offers."""
+    tr = _cs(tmp_path, {"rack_locality_additional_delay": 20},
+             lambda i: "r0" if i in (0, 1) else ("r1" if i == 25 else "r2"))
+    first = tr["start_s"][0]
+    assert 60.5 <= first <= 60.5 + len(CS_HOSTS) + 1.0
+    assert (tr["locality"] == "any").all()
+    assert tr["start_s"].max() <= first + TASKS + len(CS_HOSTS)
+
+
+def test_cs_delay_from_capacity_scheduler_xml(tmp_path: Path) -> None:
+    """The same thresholds read from the user's capacity-scheduler.xml."""
+    conf = tmp_path / "capacity-scheduler.xml"
+    conf.write_text(
+        "<configuration>"
+        "<property><name>yarn.scheduler.capacity.root.queues</name><value>default</value>"
+        "</property><property><name>yarn.scheduler.capacity.root.default.capacity</name>"
+        "<value>100</value></property>"
+        "<property><name>yarn.scheduler.capacity.node-locality-delay</name><value>40</value>"
+        "</property><property><name>yarn.scheduler.capacity.rack-locality-additional-delay"
+        "</name><value>20</value></property></configuration>")
+    tr = _cs(tmp_path, {"config": str(conf)},
+             lambda i: "r0" if i in (0, 1) else ("r1" if i == 25 else "r2"))
+    assert 60.5 <= tr["start_s"][0] <= 60.5 + len(CS_HOSTS) + 1.0
+
+
+def test_cs_node_locality_delay_off_ignores_locality(tmp_path: Path) -> None:
+    """node-locality-delay -1: containers are placed at once, as without data."""
+    tr = _cs(tmp_path, {"node_locality_delay": -1, "rack_locality_additional_delay": 20},
+             lambda i: "r0" if i in (0, 1) else ("r1" if i == 25 else "r2"))
+    assert tr["start_s"].max() <= 1.0
+
+
+# FairScheduler.md: 50 nodes, locality.threshold.node 0.1 (5 opportunities), .rack 0.2 (10)
+FS_HOSTS = ("n000", "n001")
+FS_COUNTS = {"locality_threshold_node": 0.1, "locality_threshold_rack": 0.2}
+
+
+def _fs(tmp: Path, params: dict, rack_of: Callable[[int], str]) -> pl.DataFrame:
+    return _replay(tmp, "fair-scheduler", params, 50, FS_HOSTS, rack_of)
+
+
+def test_fs_thresholds_rack_at_the_6th_offer(tmp_path: Path) -> None:
+    """Offers 1-5 after the last assignment allow node-local only; the 6th (6 > 50*0.1)
+    relaxes to rack-local and resets the count; after a rack-local assignment the level
+    stays rack, so the others follow at the next offers."""
+    tr = _fs(tmp_path, FS_COUNTS, lambda i: "r0")
+    first = tr["start_s"][0]
+    assert 5.5 <= first <= 5.5 + len(FS_HOSTS) + 1.0
+    assert (tr["locality"] == "rack").all()
+    assert tr["start_s"].max() <= first + TASKS + len(FS_HOSTS)
+
+
+def test_fs_thresholds_off_switch_after_11_more(tmp_path: Path) -> None:
+    """No node shares a rack with the data: after the relaxation at the 6th offer, 11 more
+    offers (11 > 50*0.2) allow off-switch: the 17th."""
+    tr = _fs(tmp_path, FS_COUNTS, lambda i: "r0" if i < 2 else "r1")
+    assert 16.5 <= tr["start_s"][0] <= 16.5 + len(FS_HOSTS) + 1.0
+    assert (tr["locality"] == "any").all()
+
+
+def test_fs_thresholds_from_yarn_site(tmp_path: Path) -> None:
+    site = tmp_path / "yarn-site.xml"
+    site.write_text(
+        "<configuration><property><name>yarn.scheduler.fair.locality.threshold.node</name>"
+        "<value>0.1</value></property><property><name>yarn.scheduler.fair.locality."
+        "threshold.rack</name><value>0.2</value></property></configuration>")
+    tr = _fs(tmp_path, {"site_file": str(site)}, lambda i: "r0" if i < 2 else "r1")
+    assert 16.5 <= tr["start_s"][0] <= 16.5 + len(FS_HOSTS) + 1.0
+
+
+def test_fs_time_based_delays(tmp_path: Path) -> None:
+    """Continuous scheduling: rack-local once the application waited more than
+    locality-delay-node-ms since its first offer, off-switch after locality-delay-rack-ms
+    more (both 8 s here)."""
+    params = {"continuous_scheduling": True, "locality_delay_node_ms": 8000.0,
+              "locality_delay_rack_ms": 8000.0}
+    rack = _fs(tmp_path / "rack", params, lambda i: "r0")
+    assert 8.5 < rack["start_s"][0] <= 8.5 + len(FS_HOSTS) + 2.0
+    assert rack["locality"][0] == "rack"
+    off = _fs(tmp_path / "off", params, lambda i: "r0" if i < 2 else "r1")
+    assert 16.5 < off["start_s"][0] <= 16.5 + len(FS_HOSTS) + 3.0
+    assert off["locality"][0] == "any"
+
+
+def test_fs_defaults_do_not_delay(tmp_path: Path) -> None:
+    """Hadoop's default thresholds (-1) pass up no opportunity."""
+    tr = _fs(tmp_path, {}, lambda i: "r0" if i < 2 else "r1")
+    assert tr["start_s"].max() <= 1.0
+
+
+# The rules themselves, counted offer by offer
+def _levels(kind: int, p0: float, p1: float, n: int, c: int, n_loc: int,
+            offers: int) -> list[int]:
+    miss, level, since = np.zeros(1, np.int64), np.zeros(1, np.int8), np.full(1, np.nan)
+    return [int(allowed(kind, 0, 0, 0.0, p0, p1, n, np.array([c]), np.array([n_loc]), miss,
+                        level, since)) for _ in range(offers)]
+
+
+def test_cs_rule_counts() -> None:
+    default = _levels(CS, 40, -1, 100, 10, 5, 41)
+    assert default[:40] == [OFF_ONLY] * 40 and default[40] == ANY
+    extra = _levels(CS, 40, 20, 100, 10, 5, 61)
+    assert extra[:40] == [NODE] * 40 and extra[40:60] == [RACK] * 20 and extra[60] == ANY
+    # N caps both thresholds: on 30 nodes rack-local comes at the 31st offer
+    small = _levels(CS, 40, 20, 30, 10, 5, 31)
+    assert small[29] == NODE and small[30] == ANY
+
+
+def test_fs_rule_counts() -> None:
+    levels = _levels(FS_COUNT, 0.1, 0.2, 50, 10, 5, 17)
+    assert levels[:5] == [NODE] * 5 and levels[5:16] == [RACK] * 11 and levels[16] == ANY
+
+
+@pytest.mark.parametrize(("typ", "full_reset", "left"), [
+    (NODE, True, 0), (RACK, True, 0), (RACK, False, 40), (ANY, True, 55)])
+def test_cs_resets(typ: int, full_reset: bool, left: int) -> None:
+    """A node-local assignment resets the count, a rack-local one too (or to the node delay
+    without rack-locality-full-reset), an off-switch one never."""
+    miss, level, since = np.array([55]), np.zeros(1, np.int8), np.zeros(1)
+    assigned(CS, 0, typ, 0.0, 40.0, full_reset, miss, level, since)
+    assert miss[0] == left
