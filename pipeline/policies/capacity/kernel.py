@@ -155,6 +155,50 @@ def _pick_leaf(q_alive, q_kids_lo, q_kids, q_used, q_guar, q_prio, q_use_prio, q
 
 
 @njit(cache=True)
+def _choose_app(q, leaf, lim, first, leaf_app_hi, blocked, nxt, app_hi, app_pair, pair_w,
+                pair_used, req, req_idx, app_started, leaf_apps, leaf_max_apps, pair_apps,
+                leaf_user_max_apps, am_used, am_limit, zero_am, free, q_used, q_max, q_parent,
+                leaf_fair, leaf_sbw, app_used_mem, app_demand_mem, cluster, minimum, calc):
+    """The application of leaf ``leaf`` that gets the next container (-1: none can);
+    applications that cannot take one in this pass are marked ``blocked``."""
+    chosen = -1
+    best_key = np.inf
+    while first[leaf] < leaf_app_hi[leaf] and (
+            blocked[first[leaf]] or nxt[first[leaf]] >= app_hi[first[leaf]]):
+        first[leaf] += 1
+    for a in range(first[leaf], leaf_app_hi[leaf]):
+        if blocked[a] or nxt[a] >= app_hi[a]:
+            continue
+        p = app_pair[a]
+        ulim = _round(lim * pair_w[p], minimum, calc, False)
+        if greater(pair_used[p], ulim, cluster, calc):
+            continue  # user over its limit (a '>' check: at the limit may still take one)
+        r = req[req_idx[nxt[a]]]
+        if not app_started[a] and not _can_activate(
+                leaf, p, r, leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
+                am_used, am_limit, zero_am, cluster, calc):
+            blocked[a] = True
+            continue
+        fits = True
+        for k in range(3):
+            if r[k] > free[k] + EPS:
+                fits = False
+        if not fits or not _fits_path(q, r, q_used, q_max, q_parent, cluster, calc):
+            blocked[a] = True
+            continue
+        if not leaf_fair[leaf]:
+            chosen = a
+            break
+        key = app_used_mem[a]
+        if leaf_sbw[leaf]:
+            key = key / max(np.log2(1.0 + app_demand_mem[a]), EPS)
+        if key < best_key - EPS:
+            best_key = key
+            chosen = a
+    return chosen
+
+
+@njit(cache=True)
 def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
              app_demand_mem, leaf_app_lo, leaf_app_hi, pair_used, pair_w, pair_left,
              pair_apps, leaf_q, leaf_cap, leaf_max, leaf_mulp, leaf_ulf, leaf_fair, leaf_sbw,
@@ -174,7 +218,7 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
     """
     (nd, now, kind, p0, p1, n_nodes, full_reset, node_free, fit_req, done, ready, nxt_all,
      app_job, has_in, node_ptr, node_lst, rack_ptr, rack_lst, n_rack, app_of, c_out, n_loc, n_noin,
-     miss, level, since) = loc
+     miss, level, since, visits, app_ready) = loc
     if nd >= 0:
         free = node_free[nd]
         best = np.full(len(app_lo), -1, np.int64)
@@ -207,40 +251,29 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
         leaf = q_leaf[q]
         lim = user_limit(leaf_cap[leaf], q_used[q], leaf_active_used[leaf], leaf_active_w[leaf],
                          leaf_mulp[leaf], leaf_ulf[leaf], leaf_max[leaf], minimum, cluster, calc)
-        chosen = -1
-        best_key = np.inf
-        while first[leaf] < leaf_app_hi[leaf] and (
-                blocked[first[leaf]] or nxt[first[leaf]] >= app_hi[first[leaf]]):
-            first[leaf] += 1
-        for a in range(first[leaf], leaf_app_hi[leaf]):
-            if blocked[a] or nxt[a] >= app_hi[a]:
-                continue
-            p = app_pair[a]
-            ulim = _round(lim * pair_w[p], minimum, calc, False)
-            if greater(pair_used[p], ulim, cluster, calc):
-                continue  # user over its limit (a '>' check: at the limit may still take one)
-            r = req[req_idx[nxt[a]]]
-            if not app_started[a] and not _can_activate(
-                    leaf, p, r, leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
-                    am_used, am_limit, zero_am, cluster, calc):
-                blocked[a] = True
-                continue
-            fits = True
-            for k in range(3):
-                if r[k] > free[k] + EPS:
-                    fits = False
-            if not fits or not _fits_path(q, r, q_used, q_max, q_parent, cluster, calc):
-                blocked[a] = True
-                continue
-            if not leaf_fair[leaf]:
-                chosen = a
+        chosen = _choose_app(q, leaf, lim, first, leaf_app_hi, blocked, nxt, app_hi,
+                             app_pair, pair_w, pair_used, req, req_idx, app_started,
+                             leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
+                             am_used, am_limit, zero_am, free, q_used, q_max, q_parent,
+                             leaf_fair, leaf_sbw, app_used_mem, app_demand_mem, cluster,
+                             minimum, calc)
+        i = -1
+        typ = -1
+        while nd >= 0 and chosen >= 0:  # a heartbeat: the gate picks the request, or skips
+            i, typ = pick(kind, p0, p1, n_nodes, chosen, app_job[chosen], nd, now,
+                          best[chosen], req_idx, nxt[chosen], app_hi[chosen], done, ready,
+                          has_in, fit_req, node_free, n_noin, c_out, n_loc, rack_ptr,
+                          rack_lst, rack, app_of, miss, level, since, visits,
+                          app_ready)
+            if i >= 0 and _fits_path(q, req[i], q_used, q_max, q_parent, cluster, calc):
                 break
-            key = app_used_mem[a]
-            if leaf_sbw[leaf]:
-                key = key / max(np.log2(1.0 + app_demand_mem[a]), EPS)
-            if key < best_key - EPS:
-                best_key = key
-                chosen = a
+            blocked[chosen] = True  # lets this heartbeat pass: the next application
+            chosen = _choose_app(q, leaf, lim, first, leaf_app_hi, blocked, nxt, app_hi,
+                                 app_pair, pair_w, pair_used, req, req_idx, app_started,
+                                 leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
+                                 am_used, am_limit, zero_am, free, q_used, q_max, q_parent,
+                                 leaf_fair, leaf_sbw, app_used_mem, app_demand_mem, cluster,
+                                 minimum, calc)
         if chosen < 0:
             q_alive[q] = False
             up = q_parent[q]
@@ -255,14 +288,9 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
             continue
         a = chosen
         p = app_pair[a]
-        i = req_idx[nxt[a]]
-        if nd >= 0:
-            i, typ = pick(kind, p0, p1, n_nodes, a, app_job[a], nd, now, best[a], req_idx,
-                          nxt[a], app_hi[a], done, ready, has_in, fit_req, node_free, n_noin, c_out,
-                          n_loc, rack_ptr, rack_lst, rack, app_of, miss, level, since)
-            if i < 0 or not _fits_path(q, req[i], q_used, q_max, q_parent, cluster, calc):
-                blocked[a] = True
-                continue
+        if nd < 0:
+            i = req_idx[nxt[a]]
+        else:
             if typ >= 0:
                 assigned(kind, app_job[a], typ, now, p0, full_reset, miss, level, since)
             done[i] = True

@@ -22,9 +22,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numba import njit
 
 from pipeline.policies.capacity.kernel import allocate
-from pipeline.policies.locality.gate import Candidates, offer_loop
+from pipeline.policies.locality.gate import (
+    Candidates,
+    after_offer,
+    offer_inputs,
+    worth_offering,
+)
 
 if TYPE_CHECKING:
     from pipeline.policies.capacity.policy import CapacityScheduler
@@ -58,11 +64,36 @@ def place_on_offers(p: CapacityScheduler, view: SchedView, args: tuple, fit: np.
     up = np.asarray(nodes.state) == 2
     free = np.ascontiguousarray(np.where(up[:, None], nodes.cap - nodes.alloc, 0.0))
     fit = np.ascontiguousarray(fit, dtype=np.float64)
-    out = np.empty(len(fit), np.int64)
+    off_node, off_time, smallest, ready_times = offer_inputs(view.offers, fit, req_idx,
+                                                                cands)
+    rest = cands.rest(p.rule_, int(up.sum()), free, fit, app_lo.copy(), app_job, p.locality_)
+    out_req, out_node = np.empty(len(fit), np.int64), np.empty(len(fit), np.int64)
+    n = cs_offers(args, rest, off_node, off_time, free, smallest, ready_times, cands.visits,
+                  len(req_idx), out_req, out_node)
+    return out_req[:n], out_node[:n]
 
-    def place(loc: tuple) -> np.ndarray:
-        return out[:allocate(*args, loc, out)].copy()
 
-    return offer_loop(view.offers, cands, p.rule_, p.locality_, free, fit,
-                      fit[req_idx].min(axis=0) - 1e-9, app_lo.copy(), app_job, int(up.sum()),
-                      place)
+@njit(cache=True)
+def cs_offers(args, rest, off_node, off_time, free, smallest, ready_times, visits, n_left,
+              out_req, out_node):
+    """Run :func:`allocate` for each heartbeat in turn; return how many were placed."""
+    idle_room = np.full(3, -np.inf)
+    cursor = np.zeros(1, np.int64)
+    out = np.empty(len(out_req), np.int64)
+    n = 0
+    for o in range(len(off_node)):
+        nd = off_node[o]
+        if not worth_offering(free, nd, smallest, idle_room, off_time[o], ready_times, cursor,
+                              n):
+            continue
+        before = visits[0]
+        k = allocate(*args, (nd, off_time[o]) + rest, out)  # noqa: RUF005 (numba)
+        for t in range(k):
+            out_req[n + t] = out[t]
+            out_node[n + t] = nd
+        n += k
+        n_left -= k
+        if n_left == 0:
+            break
+        after_offer(k, visits[0] != before, free, nd, idle_room)
+    return n

@@ -177,7 +177,7 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
     """
     (nd, now, rule, p0, p1, n_nodes, full_reset, node_free, fit_req, done, ready, nxt_all,
      app_job, has_in, node_ptr, node_lst, rack_ptr, rack_lst, n_rack, app_of, c_out, n_loc, n_noin,
-     miss, level, since) = loc
+     miss, level, since, visits, app_ready) = loc
     nq = parent.shape[0]
     if nd >= 0:
         cursor = nxt_all
@@ -252,7 +252,8 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
         if nd >= 0:
             i, typ = pick(rule, p0, p1, n_nodes, q, app_job[q], nd, now, lbest[q], order, j,
                           indptr[q + 1], done, ready, has_in, fit_req, node_free, n_noin, c_out,
-                          n_loc, rack_ptr, rack_lst, rack, app_of, miss, level, since)
+                          n_loc, rack_ptr, rack_lst, rack, app_of, miss, level, since, visits,
+                          app_ready)
             if i >= 0 and (not _fits_max(q, parent, usage, max_share, req[i, 0], req[i, 1],
                                          req[i, 2]) or (needs_am and (
                     am_used[lf, 0] + req[i, 0] > am_limit[lf, 0] * (1 + EPS) or

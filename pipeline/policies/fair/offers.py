@@ -20,21 +20,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numba import njit
 
 from pipeline.policies.capacity.reader import Reader, read_properties
+from pipeline.policies.fair.kernel import fair_fill
 from pipeline.policies.locality.gate import (
     FS_COUNT,
     FS_TIME,
     Candidates,
     LocalityRule,
     LocalityState,
-    offer_loop,
+    after_offer,
+    offer_inputs,
+    worth_offering,
 )
 from pipeline.policies.settings import Setting, from_file
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from pipeline.sim.interface import SchedView
 
 
@@ -56,32 +58,62 @@ def wants_offers(rule: LocalityRule, view: SchedView, rows: np.ndarray | None) -
 
 
 def fill_on_offers(view: SchedView, rule: LocalityRule, state: LocalityState,
-                   sel: np.ndarray | None, node_of_req: np.ndarray, app_job: np.ndarray,
-                   n_queues: int, req: np.ndarray, place: Callable[[tuple], np.ndarray],
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Requests (indices into ``req``) placed and their nodes, heartbeat by heartbeat.
-
-    ``node_of_req``: each request's application node in the tree; ``app_job``: job code
-    per application (node ``n_queues + a``); ``place(loc)`` runs ``fair_fill`` for one offer
-    and returns the requests it placed."""
+                   sel: np.ndarray | None, args: tuple, app_job: np.ndarray,
+                   n_queues: int) -> tuple[np.ndarray, np.ndarray]:
+    """Requests (indices into the kernel's ``req``) placed and their nodes, heartbeat by
+    heartbeat (``args``: :func:`~pipeline.policies.fair.kernel.fair_fill`'s inputs up to
+    ``loc``; ``app_job``: job code per application, tree node ``n_queues + a``)."""
     assert view.offers is not None
     pend, nodes = view.pending, view.nodes
+    req, node_of_req = args[0], args[1]
     nq = n_queues + len(app_job)
     job_of_node = np.concatenate([np.full(n_queues, -1, np.int64),
                                   np.asarray(app_job, np.int64)])
+    if len(req) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     if len(app_job):
         state.grow(int(np.max(app_job)) + 1)
     rows = sel if sel is not None else np.arange(len(pend))
-    inputs = np.asarray(pend.inputs)[rows]
-    cands = Candidates(inputs, nodes.rack, np.asarray(node_of_req, np.int64), nq,
-                       np.asarray(pend.ready_s)[rows])
+    cands = Candidates(np.asarray(pend.inputs)[rows], nodes.rack,
+                       np.asarray(node_of_req, np.int64), nq, np.asarray(pend.ready_s)[rows])
     up = np.asarray(nodes.state) == 2
     free = np.ascontiguousarray(np.where(up[:, None], nodes.cap - nodes.alloc, 0.0))
     fit = np.ascontiguousarray(np.maximum(req, np.asarray(pend.req)[rows]), np.float64)
-    if len(fit) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return offer_loop(view.offers, cands, rule, state, free, fit, fit.min(axis=0) - 1e-9,
-                      cursor_start(node_of_req, nq), job_of_node, int(up.sum()), place)
+    off_node, off_time, smallest, ready_times = offer_inputs(
+        view.offers, fit, np.arange(len(fit)), cands)
+    rest = cands.rest(rule, int(up.sum()), free, fit, cursor_start(node_of_req, nq),
+                      job_of_node, state)
+    out_req, out_node = np.empty(len(fit), np.int64), np.empty(len(fit), np.int64)
+    n = fs_offers(args, rest, off_node, off_time, free, smallest, ready_times, cands.visits,
+                  len(fit), out_req, out_node)
+    return out_req[:n], out_node[:n]
+
+
+@njit(cache=True)
+def fs_offers(args, rest, off_node, off_time, free, smallest, ready_times, visits, n_left,
+              out_req, out_node):
+    """Run :func:`fair_fill` for each heartbeat in turn; return how many were placed."""
+    idle_room = np.full(3, -np.inf)
+    cursor = np.zeros(1, np.int64)
+    got = np.empty(len(out_req), np.int64)
+    got_node = np.empty(len(out_req), np.int64)
+    n = 0
+    for o in range(len(off_node)):
+        nd = off_node[o]
+        if not worth_offering(free, nd, smallest, idle_room, off_time[o], ready_times, cursor,
+                              n):
+            continue
+        before = visits[0]
+        k = fair_fill(*args, (nd, off_time[o]) + rest, got, got_node)  # noqa: RUF005
+        for t in range(k):
+            out_req[n + t] = got[t]
+            out_node[n + t] = nd
+        n += k
+        n_left -= k
+        if n_left == 0:
+            break
+        after_offer(k, visits[0] != before, free, nd, idle_room)
+    return n
 
 
 def cursor_start(node_of_req: np.ndarray, nq: int) -> np.ndarray:

@@ -237,12 +237,8 @@ class FairScheduler(PolicyBase):
                 tree.n_queues, started, am_used, am_limit, check_am, view.nodes.cap,
                 ix.alloc, ix.ncont, ix.up, *ix._arrays(), indptr, order)
         if wants_offers(self.rule_, view, sel):
-            def place(loc: tuple) -> np.ndarray:
-                return out_req[:fair_fill(*args, loc, out_req, out_node)].copy()
-
-            placed, nodes = fill_on_offers(view, self.rule_, self.locality_, sel,
-                                           tree_.node_of_req, tree_.app_job, tree.n_queues,
-                                           req, place)
+            placed, nodes = fill_on_offers(view, self.rule_, self.locality_, sel, args,
+                                           tree_.app_job, tree.n_queues)
             # waiting work: the next heartbeats count (at least every second)
             out.wake_at_s = view.now + min(self.beat_, 1.0) if len(placed) < m else None
         else:

@@ -34,7 +34,6 @@ scheduling call (YARN updates them as asks are satisfied; within a call they onl
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,7 +67,17 @@ def no_offer() -> tuple:
     i64, b = np.zeros(0, np.int64), np.zeros(0, np.bool_)
     f2 = np.zeros((0, 3))
     return (-1, 0.0, 0, -1.0, -1.0, 0, True, f2, f2, b, np.zeros(0), i64, i64, b, i64, i64,
-            i64, i64, i64, i64, i64, i64, i64, i64, np.zeros(0, np.int8), np.zeros(0))
+            i64, i64, i64, i64, i64, i64, i64, i64, np.zeros(0, np.int8), np.zeros(0),
+            np.zeros(1, np.int64), np.zeros(0))
+
+
+def offer_inputs(view_offers: tuple[np.ndarray, np.ndarray], fit: np.ndarray,
+                 rows: np.ndarray, cands: Candidates) -> tuple[np.ndarray, ...]:
+    """Offered nodes and times as compiled-loop arrays, the smallest request's room
+    (``fit`` over ``rows``, less a tolerance) and the requests' ready times, sorted."""
+    return (np.ascontiguousarray(view_offers[0], dtype=np.int64),
+            np.ascontiguousarray(view_offers[1], dtype=np.float64),
+            fit[rows].min(axis=0) - 1e-9, np.sort(cands.ready[~cands.done]))
 
 
 class LocalityState:
@@ -113,40 +122,54 @@ class Candidates:
         self.n_rack = n_rack
         self.done = ~mine
         self.ready = np.ascontiguousarray(ready, dtype=np.float64)
+        self.visits = np.zeros(1, np.int64)  # offers that counted or placed (pick)
+        # per application, its earliest ready time: at an earlier heartbeat it asks nothing
+        self.app_ready = np.full(n_apps, np.inf)
+        np.minimum.at(self.app_ready, self.app_of[mine], self.ready[mine])
 
-    def loc(self, nd: int, now: float, rule: LocalityRule, n_nodes: int, free: np.ndarray,
-            fit_req: np.ndarray, nxt: np.ndarray, app_job: np.ndarray,
-            state: LocalityState) -> tuple:
-        """One offer, as the ``loc`` argument of the schedulers' compiled loops."""
-        return (int(nd), float(now), rule.kind, float(rule.p0), float(rule.p1), int(n_nodes),
-                rule.full_reset, free, fit_req, self.done, self.ready, nxt, app_job,
-                self.has_in,
+    def rest(self, rule: LocalityRule, n_nodes: int, free: np.ndarray, fit_req: np.ndarray,
+             nxt: np.ndarray, app_job: np.ndarray, state: LocalityState) -> tuple:
+        """The ``loc`` argument of the schedulers' compiled loops without its first two
+        items (the offered node and the offer's time), which the offer loop prepends."""
+        return (rule.kind, float(rule.p0), float(rule.p1), int(n_nodes), rule.full_reset,
+                free, fit_req, self.done, self.ready, nxt, app_job, self.has_in,
                 self.node_ptr, self.node_lst, self.rack_ptr, self.rack_lst, self.n_rack,
                 self.app_of, self.c_out, self.n_loc, self.n_noin, state.miss, state.level,
-                state.since)
+                state.since, self.visits, self.app_ready)
 
 
-def offer_loop(offers: tuple[np.ndarray, np.ndarray], cands: Candidates, rule: LocalityRule,
-               state: LocalityState, free: np.ndarray, fit: np.ndarray, smallest: np.ndarray,
-               nxt: np.ndarray, app_job: np.ndarray, n_nodes: int,
-               place: Callable[[tuple], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Offer the heartbeats in time order: ``place(loc)`` runs a scheduler's loop for one
-    node and returns the requests it put there.  Nodes without room for the ``smallest``
-    request ask for nothing (no opportunity is counted).  Returns requests and nodes."""
-    placed: list[np.ndarray] = []
-    where: list[np.ndarray] = []
-    for nd, at in zip(offers[0].tolist(), offers[1].tolist(), strict=True):
-        if (free[nd] < smallest).any():
-            continue
-        got = place(cands.loc(nd, at, rule, n_nodes, free, fit, nxt, app_job, state))
-        if len(got):
-            placed.append(got)
-            where.append(np.full(len(got), nd, np.int64))
-        if cands.done.all():
-            break
-    if not placed:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(placed), np.concatenate(where)
+@njit(cache=True)
+def worth_offering(free, nd, smallest, idle_room, at, ready_times, cursor, placed):
+    """Whether node ``nd``'s heartbeat at ``at`` can change anything: it has room for the
+    smallest request, and more room in some resource than ``idle_room``, the most any node
+    had at the offers since the last change that placed nothing and counted no opportunity
+    (every application held back by its limits, without a request that fits, or with none
+    ready yet: a node with no more room would do the same, until another request becomes
+    ready; ``ready_times`` sorted, ``cursor[0]`` the next one; ``placed``: requests placed
+    so far in this call, all of them ready)."""
+    while cursor[0] < len(ready_times) and ready_times[cursor[0]] <= at:
+        cursor[0] += 1
+        for r in range(3):
+            idle_room[r] = -np.inf
+    if cursor[0] <= placed:
+        return False  # every request ready by now is placed: nothing waits at this offer
+    for r in range(3):
+        if free[nd, r] < smallest[r]:
+            return False
+    for r in range(3):  # noqa: SIM110 (numba compiles loops, not any())
+        if free[nd, r] > idle_room[r]:
+            return True
+    return False
+
+
+@njit(cache=True)
+def after_offer(placed, visited, free, nd, idle_room):
+    """Book-keeping of :func:`worth_offering` after an offer."""
+    for r in range(3):
+        if placed > 0 or visited:
+            idle_room[r] = -np.inf
+        else:
+            idle_room[r] = max(idle_room[r], free[nd, r])
 
 
 @njit(cache=True)
@@ -270,24 +293,30 @@ def rack_local(lst, lo, hi, done, ready, now, app_of, a, req, free, nd):
 @njit(cache=True)
 def pick(kind, p0, p1, n_nodes, a, j, nd, now, local_i, lst, lo, hi, done, ready, has_in,
          req, free, n_noin, c_out, n_loc, rack_ptr, rack_lst, rack, app_of, miss, level,
-         since):
+         since, visits, app_ready):
     """The request of application ``a`` (job code ``j``; its requests ``lst[lo:hi]``) that
     may use node ``nd`` now, and its type (NODE, RACK, ANY; -1 for an ANY-only ask), or
     ``(-1, -1)`` when the application lets the offer pass.  ``local_i``: its first request
     with data on ``nd`` that fits (-1 if none).  An offer counts as an opportunity only when
-    some request with data fits the node (``hasContainerForNode``)."""
+    some request with data fits the node (``hasContainerForNode``); ``visits`` counts the
+    offers that changed some state (an opportunity counted, or a request picked)."""
+    if app_ready[a] > now:
+        return -1, -1  # nothing of it was waiting yet at this heartbeat
     if local_i >= 0:
+        visits[0] += 1
         miss[j] += 1  # counted, then reset by the node-local assignment
         return local_i, NODE
     if n_noin[a] > 0:
         i = first_fit(lst, lo, hi, done, ready, now, has_in, False, req, free, nd)
         if i >= 0:
+            visits[0] += 1
             return i, -1
     if c_out[a] == 0:
         return -1, -1
     i_any = first_fit(lst, lo, hi, done, ready, now, has_in, True, req, free, nd)
     if i_any < 0:
         return -1, -1
+    visits[0] += 1
     lvl = allowed(kind, a, j, now, p0, p1, n_nodes, c_out, n_loc, miss, level, since)
     if RACK <= lvl <= ANY and rack >= 0 and rack + 1 < len(rack_ptr):
         i = rack_local(rack_lst, rack_ptr[rack], rack_ptr[rack + 1], done, ready, now,
