@@ -142,6 +142,13 @@ class PolicyBase:
     def decide(self, view: SchedView) -> Decisions:
         raise NotImplementedError
 
+    def heartbeat_interval(self) -> float | None:
+        """Seconds between node heartbeats the core offers this policy (``SchedView.offers``;
+        :mod:`pipeline.sim.heartbeat`), or None for none; asked after :meth:`setup`.  The
+        default: the ``heartbeat_s`` parameter of heartbeat-driven policies."""
+        beat = getattr(self, "heartbeat_s", None)
+        return float(beat) if beat else None
+
     # -- optional reporting hooks (called after the run; policies without queues keep these)
     def assigned_queues(self, user: np.ndarray,
                         queue: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]] | None:

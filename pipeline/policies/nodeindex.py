@@ -33,6 +33,7 @@ import numpy as np
 from numba import njit
 
 from pipeline.policies import treap
+from pipeline.policies.locality.candidates import busy_holder
 from pipeline.policies.treap import erase, insert, leftmost, rightmost
 from pipeline.sim.interface import NodeView
 
@@ -239,14 +240,18 @@ def _add_failure(failed, n_failed, rc, rm, rg):
     return k + 1
 
 
+_NO_INPUTS = np.zeros((0, 0), np.int64)
+
+
 @njit(cache=True)
 def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, key, val, pri,
-                left, right, parent, agg, member, root, skey, sfree, cnt, stack, out_req,
-                out_node):
+                left, right, parent, agg, member, root, skey, sfree, cnt, stack, inputs,
+                out_req, out_node):
     """Place requests in order; return how many were placed (``out_*`` hold the pairs).
 
     ``packing`` False: least allocated first.  True: the medium node with the highest usage
-    that stays at or below ``thr`` after placement, else a random empty node (``u[i]``),
+    that stays at or below ``thr`` after placement (first among those holding the request's
+    data, ``inputs`` rows; zero columns: no locality), else a random empty node (``u[i]``),
     else the busy node with the lowest usage.
     """
     c = 0
@@ -270,10 +275,13 @@ def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, k
         if _dominates_failure(failed, n_failed, rc, rm, rg):
             continue
         if packing:
+            nd = busy_holder(inputs, i, cap, w_alloc, w_ncont, w_up, val, thr, rc, rm, rg) \
+                if inputs.shape[1] else -1
             # headroom >= rm needs usage <= thr - rm / cap: bound the key (float margin)
             bound = thr * (1 + SLACK) - rm / capmax_mem + 2 * TIE + 1e-9
-            nd = rightmost(root[0], bound, rc, rm, rg, rm, left[0], right[0], agg[0], val,
-                           key, stack)
+            if nd < 0:
+                nd = rightmost(root[0], bound, rc, rm, rg, rm, left[0], right[0], agg[0], val,
+                               key, stack)
             if nd < 0:
                 nd = _pick_low(u[i], cnt, val, rc, rm, rg)
             if nd < 0:
@@ -389,14 +397,16 @@ class NodeIndex:
         return out[:c]
 
     def place(self, nodes: NodeView, req: np.ndarray, u: np.ndarray | None,
-              packing: bool) -> tuple[np.ndarray, np.ndarray]:
-        """Place ``req`` rows in order; return ``(request indices, node slots)``."""
+              packing: bool, inputs: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Place ``req`` rows in order; return ``(request indices, node slots)`` (``inputs``:
+        nodes holding each request's data, -1 padded, honoured by packing)."""
         m = len(req)
         out_req = np.empty(m, dtype=np.int64)
         out_node = np.empty(m, dtype=np.int64)
         uu = np.zeros(m) if u is None else u
         capmax = self.capmax_mem if self.capmax_mem > 0 else np.inf
         c = place_batch(np.ascontiguousarray(req), uu, packing, self.threshold, nodes.cap,
-                        capmax, self.alloc, self.ncont, self.up, *self._arrays(), out_req,
-                        out_node)
+                        capmax, self.alloc, self.ncont, self.up, *self._arrays(),
+                        _NO_INPUTS if inputs is None else np.ascontiguousarray(inputs, np.int64),
+                        out_req, out_node)
         return out_req[:c], out_node[:c]

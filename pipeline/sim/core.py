@@ -156,7 +156,8 @@ class Simulation(Operations):
         started = time.perf_counter()
         self.policy.setup(self.info, self.rng)
         # heartbeat-driven policies only (a policy may decide in setup that it needs none)
-        beat = getattr(self.policy, "heartbeat_s", None)
+        interval = getattr(self.policy, "heartbeat_interval", None)
+        beat = interval() if interval is not None else getattr(self.policy, "heartbeat_s", None)
         if beat:
             self._heartbeats = Heartbeats(len(self.cluster.nodes), float(beat),
                                           int(self.rng.integers(2**62)))

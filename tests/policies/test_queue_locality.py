@@ -203,3 +203,27 @@ def test_cs_resets(typ: int, full_reset: bool, left: int) -> None:
     miss, level, since = np.array([55]), np.zeros(1, np.int8), np.zeros(1)
     assigned(CS, 0, typ, 0.0, 40.0, full_reset, miss, level, since)
     assert miss[0] == left
+
+
+@pytest.mark.parametrize(("delay_ms", "expected"), [(6.0, "n1"), (-1.0, "n0")])
+def test_packing_tries_medium_nodes_holding_the_data_first(tmp_path: Path, delay_ms: float,
+                                                           expected: str) -> None:
+    """Qubole's locality-delay-node-ms: a request with data on Medium node n1 goes there
+    although n0 is the fuller Medium node (which packing alone picks)."""
+    machines = [{"machine_id": f"n{i}", "cpu": c, "mem": 10.0, "rack": "r0"}
+                for i, c in enumerate((4.0, 2.0, 1.0))]
+    tasks = [  # f1 fits only n0 (cpu), f2 then only n1: n0 30% used, n1 10%
+        {"task_id": "f1", "job_id": "f", "submit_s": 0.0, "duration_s": 100.0, "cpu": 4.0,
+         "mem": 3.0},
+        {"task_id": "f2", "job_id": "f", "submit_s": 1.0, "duration_s": 100.0, "cpu": 2.0,
+         "mem": 1.0},
+        {"task_id": "p", "job_id": "p", "submit_s": 2.0, "duration_s": 10.0, "cpu": 0.0,
+         "mem": 1.0, "inputs": ["n1"]}]
+    jobs = [{"job_id": j, "user": "u", "submit_s": 0.0} for j in "fp"]
+    trace = write_trace(tmp_path / "t", machines, tasks, jobs, window_end_s=200.0)
+    replay(trace, "container-packing", {"packing_min_nodes": 0,
+                                        "locality_delay_node_ms": delay_ms}, 0, tmp_path / "r")
+    tr = {r["task_id"]: r for r in pl.read_parquet(tmp_path / "r" / "task_runs.parquet")
+          .iter_rows(named=True)}
+    assert (tr["f1"]["machine_id"], tr["f2"]["machine_id"]) == ("n0", "n1")
+    assert tr["p"]["machine_id"] == expected

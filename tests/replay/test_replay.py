@@ -145,7 +145,7 @@ def test_policies_listing_is_json() -> None:
     listing = json.loads(json.dumps(describe_policies()))
     packing = {p["name"]: p for p in listing}["container-packing"]
     assert {q["name"]: q["default"] for q in packing["params"]} == {
-        "high_memory_threshold": 0.6, "packing_min_nodes": 5}
+        "high_memory_threshold": 0.6, "packing_min_nodes": 5, "locality_delay_node_ms": 6.0}
 
 
 def test_google_2011_sample(shared_traces: Path, tmp_path: Path) -> None:

@@ -65,7 +65,8 @@ def test_policies_without_files_list_their_parameters(trace: Path, tmp_path: Pat
                     tmp_path / "p")
     assert result.run["settings"] == {
         "high_memory_threshold": {"value": 0.8, "source": "set"},
-        "packing_min_nodes": {"value": 5, "source": "default"}}
+        "packing_min_nodes": {"value": 5, "source": "default"},
+        "locality_delay_node_ms": {"value": 6.0, "source": "default"}}
 
 
 def test_relative_config_paths_are_named_as_given(trace: Path, tmp_path: Path,

@@ -137,7 +137,7 @@ class CapacityScheduler(PolicyBase):
     node_locality_delay: int
     rack_locality_additional_delay: int
     rack_locality_full_reset: bool
-    heartbeat_s: float | None
+    heartbeat_s: float
 
     # -- setup ---------------------------------------------------------------------------
     def load_config(self) -> cfg.CapacityConfig:
@@ -153,6 +153,10 @@ class CapacityScheduler(PolicyBase):
             locality=cfg.Locality(self.node_locality_delay,
                                   self.rack_locality_additional_delay,
                                   self.rack_locality_full_reset))
+
+    def heartbeat_interval(self) -> float | None:
+        """Node heartbeats from the core only when delay scheduling can act (offers.py)."""
+        return self.beat_ if self.rule_.delays and self.parts_ is None else None
 
     def file_settings(self) -> dict[str, Setting]:
         """What ``config`` decides instead of the inline parameters (:mod:`.settings`)."""
@@ -200,9 +204,7 @@ class CapacityScheduler(PolicyBase):
         self.rule_ = LocalityRule(CS, loc.node_delay, loc.rack_additional_delay,
                                   loc.full_reset)
         self.locality_ = LocalityState()
-        # heartbeats from the core only when delay scheduling can act (offers.py)
-        self.beat_ = getattr(self, "beat_", self.heartbeat_s)
-        self.heartbeat_s = self.beat_ if self.rule_.delays and self.parts_ is None else None
+        self.beat_ = float(self.heartbeat_s)
 
     def _caps_in_units(self, conf: cfg.CapacityConfig, cluster: ClusterInfo) -> QueueCaps:
         """The configuration's capacities, absolute memory converted to trace units."""

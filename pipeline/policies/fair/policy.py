@@ -129,7 +129,7 @@ class FairScheduler(PolicyBase):
     locality_delay_node_ms: float
     locality_delay_rack_ms: float
     site_file: str
-    heartbeat_s: float | None
+    heartbeat_s: float
 
     def queue_setup(self, trace_queues: tuple[str, ...]) -> QueueSetup:
         """The queues, placement and per-queue settings from the file or the parameters."""
@@ -169,9 +169,11 @@ class FairScheduler(PolicyBase):
         self.last_fair_ = np.zeros((qs.tree.n_queues, 3))
         self.rule_ = fair_rule(**self.locality_settings())
         self.locality_ = LocalityState()
-        # heartbeats from the core only when delay scheduling can act (offers.py)
-        self.beat_ = getattr(self, "beat_", self.heartbeat_s)
-        self.heartbeat_s = self.beat_ if self.rule_.delays else None
+        self.beat_ = float(self.heartbeat_s)
+
+    def heartbeat_interval(self) -> float | None:
+        """Node heartbeats from the core only when delay scheduling can act (offers.py)."""
+        return self.beat_ if self.rule_.delays else None
 
     def locality_settings(self) -> dict[str, Any]:
         """The delay-scheduling settings: ``site_file``'s where it sets them, else inline."""

@@ -118,3 +118,24 @@ def room_for_any(shapes, shape_left, free, nd):
         if shape_left[s] > 0 and fits(shapes[s], free, nd):
             return True
     return False
+
+
+@njit(cache=True)
+def busy_holder(inputs, i, cap, alloc, ncont, up, room, thr, rc, rm, rg):
+    """Among the nodes holding request ``i``'s data (``inputs`` row), the up node with at
+    least one container whose memory usage stays at or below ``thr`` after taking the
+    request (a Medium node of container packing) and that has room, the one with the
+    highest usage; -1 if none."""
+    best, best_u = -1, -1.0
+    for k in range(inputs.shape[1]):
+        nd = inputs[i, k]
+        if nd < 0:
+            break
+        if not up[nd] or ncont[nd] == 0 or cap[nd, 1] <= 0:
+            continue
+        if rc > room[nd, 0] or rm > room[nd, 1] or rg > room[nd, 2]:
+            continue
+        used = alloc[nd, 1] / cap[nd, 1]
+        if (alloc[nd, 1] + rm) / cap[nd, 1] <= thr + 1e-9 and used > best_u:
+            best, best_u = nd, used
+    return best
