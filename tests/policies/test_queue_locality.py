@@ -227,3 +227,25 @@ def test_packing_tries_medium_nodes_holding_the_data_first(tmp_path: Path, delay
           .iter_rows(named=True)}
     assert (tr["f1"]["machine_id"], tr["f2"]["machine_id"]) == ("n0", "n1")
     assert tr["p"]["machine_id"] == expected
+
+
+@pytest.mark.parametrize(("policy", "param", "text", "why"), [
+    ("capacity-scheduler", "config",
+     "<configuration><property><name>yarn.scheduler.capacity.root.queues</name><value>"
+     "default</value></property><property><name>yarn.scheduler.capacity.root.default."
+     "capacity</name><value>100</value></property><property><name>yarn.scheduler.capacity."
+     "node-locality-delay</name><value>forty</value></property></configuration>",
+     "node-locality-delay'.*not a number"),
+    ("fair-scheduler", "site_file",
+     "<configuration><property><name>yarn.scheduler.fair.locality-delay-node-ms</name>"
+     "<value>-5</value></property></configuration>", "locality-delay-node-ms'.*outside"),
+    ("fair-scheduler", "site_file", "<configuration><property>", "cannot read"),
+])
+def test_bad_delay_settings_name_file_and_property(tmp_path: Path, policy: str, param: str,
+                                                   text: str, why: str) -> None:
+    from pipeline.errors import UsageError
+
+    conf = tmp_path / "conf.xml"
+    conf.write_text(text)
+    with pytest.raises(UsageError, match=why):
+        _replay(tmp_path, policy, {param: str(conf)}, 4, ("n000",), lambda i: "r0")
