@@ -274,7 +274,8 @@ class SchedView:
     nodes: NodeView
     pending: PendingView
     running: RunningView | None = None
-    # node heartbeats since the policy's previous call, for policies with ``heartbeat_s``
+    # node heartbeats since the policy's previous call, for policies with a heartbeat interval
+    # (``heartbeat_interval()`` after setup, else a ``heartbeat_s`` parameter)
     # (:mod:`pipeline.sim.heartbeat`): up node slots in report order, and report times
     offers: tuple[np.ndarray, np.ndarray] | None = None
 
