@@ -18,7 +18,10 @@ Node labels (partitions, exclusive and non-exclusive; :mod:`.partitions`, :mod:`
 :mod:`.passes`) and absolute-resource capacities (:mod:`.resources`) are modelled; the
 nodes' labels are a tracereplay extension (``node_labels``), since traces have none.
 Without labels a scheduling point takes the single-partition path below, unchanged.
-Choices are documented where they are made; reservations, delay scheduling (locality),
+Delay scheduling (``node-locality-delay``, ``rack-locality-additional-delay``): when the
+pending requests say where their data is, the loop runs once per node heartbeat and the
+locality gate decides (:mod:`.offers`, :mod:`pipeline.policies.locality.gate`).
+Choices are documented where they are made; reservations, locality with node labels,
 label expressions other than a single label, per-request labels and auto-created queues
 are not modelled.
 """

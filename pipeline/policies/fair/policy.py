@@ -10,7 +10,10 @@ comparators, ``ComputeFairShares``, starvation); docs/semantics.md section 2.  P
 - fair shares (steady and instantaneous): :mod:`.shares`; preemption: :mod:`.preempt`
   (off by default, as ``yarn.scheduler.fair.preemption`` is);
 - application limits: :mod:`.limits` (``maxRunningApps`` per queue and per user, off by
-  default; ``maxAMShare``, 0.5 of a leaf's fair share by default as in Hadoop).
+  default; ``maxAMShare``, 0.5 of a leaf's fair share by default as in Hadoop);
+- delay scheduling (``locality.threshold.node/rack``, or the time-based
+  ``locality-delay-node-ms/-rack-ms`` with continuous scheduling; off by default as in
+  Hadoop): :mod:`.offers`, one pass per node heartbeat through the locality gate.
 
 Applications (jobs) inside a leaf queue are ordered by the leaf's policy (:mod:`.apps`);
 an application's own requests go in arrival order.  An application's AM is the first
