@@ -249,3 +249,15 @@ def test_bad_delay_settings_name_file_and_property(tmp_path: Path, policy: str, 
     conf.write_text(text)
     with pytest.raises(UsageError, match=why):
         _replay(tmp_path, policy, {param: str(conf)}, 4, ("n000",), lambda i: "r0")
+
+
+def test_locations_count_each_host_and_rack_once_per_application() -> None:
+    """L of the CS rule: distinct hosts plus racks an application's requests name, with
+    the requests of several applications interleaved."""
+    from pipeline.policies.locality.gate import locations
+
+    n_rack = np.array([0, 0, 1, 1])
+    inputs = np.array([[0, 2, -1], [1, -1, -1], [0, 1, -1], [0, -1, -1], [3, -1, -1]])
+    app_of = np.array([0, 1, 0, 1, -1])
+    # app 0: hosts 0, 2, 1 and racks 0, 1 -> 5; app 1: hosts 1, 0 and rack 0 -> 3
+    assert locations(inputs, n_rack, app_of, 2).tolist() == [5, 3]

@@ -174,11 +174,13 @@ def after_offer(placed, visited, free, nd, idle_room):
 
 @njit(cache=True)
 def locations(inputs, n_rack, app_of, n_apps):
-    """Per application, the distinct hosts plus distinct racks its requests name."""
+    """Per application, the distinct hosts plus distinct racks its requests name (requests
+    in any order: each host and rack is marked with the last application that named it,
+    so they are visited application by application)."""
     out = np.zeros(n_apps, np.int64)
     seen_n = np.full(len(n_rack), -1, np.int64)
     seen_r = np.full(int(n_rack.max()) + 1 if len(n_rack) else 1, -1, np.int64)
-    for i in range(inputs.shape[0]):
+    for i in np.argsort(app_of, kind="mergesort"):
         a = app_of[i]
         if a < 0:
             continue
