@@ -200,7 +200,8 @@ def locations(inputs, n_rack, app_of, n_apps):
 
 @njit(cache=True)
 def allowed(kind, a, j, now, p0, p1, n_nodes, c_out, n_loc, miss, level, since):
-    """The level application ``a`` (job code ``j``) may use at this offer; counts the offer
+    """The level application ``a`` (job code ``j``) may use at this offer: NODE, RACK, ANY,
+    or OFF_ONLY (CS: off-switch allowed while rack-local is not yet); counts the offer
     (``miss``) and relaxes the FS level, as the rules of the module doc say."""
     miss[j] += 1
     if kind == CS:
