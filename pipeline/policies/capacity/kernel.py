@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.policies.locality.gate import assigned, best_local, pick
+from pipeline.policies.locality.gate import pick, refresh_local, taken
 
 EPS = 1e-9
 
@@ -217,20 +217,17 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
     ``LOCALITY_SKIPPED``); ``nxt``, ``done`` and the gate's state persist between offers.
     """
     (nd, now, kind, p0, p1, n_nodes, full_reset, node_free, fit_req, done, ready, nxt_all,
-     app_job, has_in, node_ptr, node_lst, rack_ptr, rack_lst, n_rack, app_of, c_out, n_loc, n_noin,
-     miss, level, since, visits, app_ready) = loc
+     app_job, has_in, ident, node_ptr, node_lst, rack_ptr, rack_lst, n_rack, app_of, c_out,
+     n_loc, n_noin, miss, level, since, visits, app_ready) = loc
+    best = np.full(len(app_lo) if nd >= 0 else 0, -1, np.int64)
+    touched = np.empty(len(best), np.int64)
+    n_touched = 0
+    rack = -1
     if nd >= 0:
         free = node_free[nd]
-        best = np.full(len(app_lo), -1, np.int64)
-        touched = np.empty(len(app_lo), np.int64)
-        n_touched = best_local(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, now, app_of,
-                               fit_req, node_free, nd, best, touched)
+        n_touched = refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of, ident,
+                                  fit_req, node_free, best, touched, 0)
         rack = n_rack[nd]
-    else:
-        best = np.zeros(0, np.int64)
-        touched = best
-        n_touched = 0
-        rack = -1
     n_q = len(q_parent)
     q_alive = np.zeros(n_q, dtype=np.bool_)
     for leaf in range(len(leaf_q)):
@@ -251,29 +248,25 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
         leaf = q_leaf[q]
         lim = user_limit(leaf_cap[leaf], q_used[q], leaf_active_used[leaf], leaf_active_w[leaf],
                          leaf_mulp[leaf], leaf_ulf[leaf], leaf_max[leaf], minimum, cluster, calc)
-        chosen = _choose_app(q, leaf, lim, first, leaf_app_hi, blocked, nxt, app_hi,
-                             app_pair, pair_w, pair_used, req, req_idx, app_started,
-                             leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
-                             am_used, am_limit, zero_am, free, q_used, q_max, q_parent,
-                             leaf_fair, leaf_sbw, app_used_mem, app_demand_mem, cluster,
-                             minimum, calc)
         i = -1
         typ = -1
-        while nd >= 0 and chosen >= 0:  # a heartbeat: the gate picks the request, or skips
-            i, typ = pick(kind, p0, p1, n_nodes, chosen, app_job[chosen], nd, now,
-                          best[chosen], req_idx, nxt[chosen], app_hi[chosen], done, ready,
-                          has_in, fit_req, node_free, n_noin, c_out, n_loc, rack_ptr,
-                          rack_lst, rack, app_of, miss, level, since, visits,
-                          app_ready)
-            if i >= 0 and _fits_path(q, req[i], q_used, q_max, q_parent, cluster, calc):
-                break
-            blocked[chosen] = True  # lets this heartbeat pass: the next application
+        while True:
             chosen = _choose_app(q, leaf, lim, first, leaf_app_hi, blocked, nxt, app_hi,
                                  app_pair, pair_w, pair_used, req, req_idx, app_started,
                                  leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
                                  am_used, am_limit, zero_am, free, q_used, q_max, q_parent,
                                  leaf_fair, leaf_sbw, app_used_mem, app_demand_mem, cluster,
                                  minimum, calc)
+            if nd < 0 or chosen < 0:
+                break
+            # a heartbeat: the gate picks the application's request, or it lets the node pass
+            i, typ = pick(kind, p0, p1, n_nodes, chosen, app_job[chosen], nd, now,
+                          best[chosen], req_idx, nxt[chosen], app_hi[chosen], done, ready,
+                          has_in, fit_req, node_free, n_noin, c_out, n_loc, rack_ptr,
+                          rack_lst, rack, app_of, miss, level, since, visits, app_ready)
+            if i >= 0 and _fits_path(q, req[i], q_used, q_max, q_parent, cluster, calc):
+                break
+            blocked[chosen] = True  # the next application in the leaf's order
         if chosen < 0:
             q_alive[q] = False
             up = q_parent[q]
@@ -291,13 +284,8 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
         if nd < 0:
             i = req_idx[nxt[a]]
         else:
-            if typ >= 0:
-                assigned(kind, app_job[a], typ, now, p0, full_reset, miss, level, since)
-            done[i] = True
-            if has_in[i]:
-                c_out[a] -= 1
-            else:
-                n_noin[a] -= 1
+            taken(kind, i, typ, a, app_job[a], now, p0, full_reset, done, has_in, c_out,
+                  n_noin, miss, level, since)
         r = req[i]
         out[n] = i
         n += 1
@@ -309,10 +297,8 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
                 node_free[nd, k] -= fit_req[i, k]
             while nxt[a] < app_hi[a] and done[req_idx[nxt[a]]]:
                 nxt[a] += 1
-            for t in range(n_touched):
-                best[touched[t]] = -1
-            n_touched = best_local(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready,
-                                   now, app_of, fit_req, node_free, nd, best, touched)
+            n_touched = refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of,
+                                      ident, fit_req, node_free, best, touched, n_touched)
         pair_used[p] += r
         leaf_active_used[leaf] += r
         app_used_mem[a] += r[1]

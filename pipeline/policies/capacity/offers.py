@@ -27,8 +27,8 @@ from numba import njit
 from pipeline.policies.capacity.kernel import allocate
 from pipeline.policies.locality.gate import (
     Candidates,
-    after_offer,
-    offer_inputs,
+    offer_run,
+    offered,
     worth_offering,
 )
 
@@ -61,25 +61,20 @@ def place_on_offers(p: CapacityScheduler, view: SchedView, args: tuple, fit: np.
     app_job = jobs[req_idx[app_lo]]
     p.locality_.grow(int(app_job.max()) + 1)
     cands = Candidates(view.pending.inputs, nodes.rack, app_of, n_apps, view.pending.ready_s)
-    up = np.asarray(nodes.state) == 2
-    free = np.ascontiguousarray(np.where(up[:, None], nodes.cap - nodes.alloc, 0.0))
-    fit = np.ascontiguousarray(fit, dtype=np.float64)
-    off_node, off_time, smallest, ready_times = offer_inputs(view.offers, fit, req_idx,
-                                                                cands)
-    rest = cands.rest(p.rule_, int(up.sum()), free, fit, app_lo.copy(), app_job, p.locality_)
-    out_req, out_node = np.empty(len(fit), np.int64), np.empty(len(fit), np.int64)
-    n = cs_offers(args, rest, off_node, off_time, free, smallest, ready_times, cands.visits,
-                  len(req_idx), out_req, out_node)
-    return out_req[:n], out_node[:n]
+    run = offer_run(view.offers, nodes, cands, p.rule_, p.locality_, fit, req_idx,
+                    app_lo.copy(), app_job)
+    n = cs_offers(args, len(req_idx), *run)
+    return run[-2][:n], run[-1][:n]
 
 
 @njit(cache=True)
-def cs_offers(args, rest, off_node, off_time, free, smallest, ready_times, visits, n_left,
+def cs_offers(args, n_all, off_node, off_time, free, smallest, ready_times, rest, visits,
               out_req, out_node):
-    """Run :func:`allocate` for each heartbeat in turn; return how many were placed."""
+    """Run :func:`allocate` for each heartbeat in turn; return how many of the ``n_all``
+    requests were placed."""
     idle_room = np.full(3, -np.inf)
     cursor = np.zeros(1, np.int64)
-    out = np.empty(len(out_req), np.int64)
+    got = np.empty(len(out_req), np.int64)
     n = 0
     for o in range(len(off_node)):
         nd = off_node[o]
@@ -87,13 +82,8 @@ def cs_offers(args, rest, off_node, off_time, free, smallest, ready_times, visit
                               n):
             continue
         before = visits[0]
-        k = allocate(*args, (nd, off_time[o]) + rest, out)  # noqa: RUF005 (numba)
-        for t in range(k):
-            out_req[n + t] = out[t]
-            out_node[n + t] = nd
-        n += k
-        n_left -= k
-        if n_left == 0:
+        k = allocate(*args, (nd, off_time[o]) + rest, got)  # noqa: RUF005 (numba)
+        n = offered(k, got, nd, n, out_req, out_node, visits[0] != before, free, idle_room)
+        if n == n_all:
             break
-        after_offer(k, visits[0] != before, free, nd, idle_room)
     return n

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.policies.locality.gate import assigned, best_local, pick
+from pipeline.policies.locality.gate import pick, refresh_local, taken
 from pipeline.policies.nodeindex import (
     _least_used,
     _update,
@@ -154,6 +154,41 @@ def _app_key(a, parent, kind, weight, min_share, demand, usage, inv_total, rank)
 
 
 @njit(cache=True)
+def _over_am(lf, r, am_used, am_limit):
+    """Whether an AM of size ``r`` would take leaf ``lf`` over its AM limit (maxAMShare)."""
+    for k in range(3):  # noqa: SIM110 (numba compiles loops, not any())
+        if am_used[lf, k] + r[k] > am_limit[lf, k] * (1 + EPS):
+            return True
+    return False
+
+
+@njit(cache=True)
+def _place(i, nd, q, c, req, parent, usage, needs_am, started, am_used, lf, cap, w_alloc,
+           w_ncont, w_up, key, val, pri, left, right, parent_t, agg, member, root, skey, sfree,
+           cnt, out_req, out_node):
+    """Put request ``i`` of application ``q`` on node ``nd``: the node index, the usage up
+    the tree, the output (at ``c``; returns ``c + 1``) and, for its first container, the
+    leaf's AM use."""
+    for k in range(3):
+        w_alloc[nd, k] += req[i, k]
+    w_ncont[nd] += 1
+    _update(nd, cap, w_alloc, w_ncont, w_up, 1.0, key, val, pri, left, right, parent_t, agg,
+            member, root, skey, sfree, cnt)
+    a = q
+    while a >= 0:
+        for k in range(3):
+            usage[a, k] += req[i, k]
+        a = parent[a]
+    out_req[c] = i
+    out_node[c] = nd
+    if needs_am:  # this first container is the application's AM
+        started[q] = True
+        for k in range(3):
+            am_used[lf, k] += req[i, k]
+    return c + 1
+
+
+@njit(cache=True)
 def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_share, max_share,
               usage, demand, inv_total, rank, n_queues, started, am_used, am_limit, check_am,
               cap, w_alloc, w_ncont, w_up, key, val, pri, left, right, parent_t, agg, member,
@@ -176,22 +211,20 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
     and ``am_limit`` per queue.
     """
     (nd, now, rule, p0, p1, n_nodes, full_reset, node_free, fit_req, done, ready, nxt_all,
-     app_job, has_in, node_ptr, node_lst, rack_ptr, rack_lst, n_rack, app_of, c_out, n_loc, n_noin,
-     miss, level, since, visits, app_ready) = loc
+     app_job, has_in, ident, node_ptr, node_lst, rack_ptr, rack_lst, n_rack, app_of, c_out,
+     n_loc, n_noin, miss, level, since, visits, app_ready) = loc
     nq = parent.shape[0]
+    lbest = np.full(nq if nd >= 0 else 0, -1, np.int64)
+    touched = np.empty(len(lbest), np.int64)
+    n_touched = 0
+    rack = -1
     if nd >= 0:
         cursor = nxt_all
-        lbest = np.full(nq, -1, np.int64)
-        touched = np.empty(nq, np.int64)
-        n_touched = best_local(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, now,
-                               app_of, fit_req, node_free, nd, lbest, touched)
+        n_touched = refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of, ident,
+                                  fit_req, node_free, lbest, touched, 0)
         rack = n_rack[nd]
     else:
         cursor = indptr[:-1].copy()
-        lbest = np.zeros(0, np.int64)
-        touched = lbest
-        n_touched = 0
-        rack = -1
     alive = np.zeros(nq, dtype=np.int64)
     for q in range(nq - 1, -1, -1):  # children come after parents (breadth-first)
         is_leaf = child_ptr[q + 1] == child_ptr[q]
@@ -255,55 +288,29 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
                           n_loc, rack_ptr, rack_lst, rack, app_of, miss, level, since, visits,
                           app_ready)
             if i >= 0 and (not _fits_max(q, parent, usage, max_share, req[i, 0], req[i, 1],
-                                         req[i, 2]) or (needs_am and (
-                    am_used[lf, 0] + req[i, 0] > am_limit[lf, 0] * (1 + EPS) or
-                    am_used[lf, 1] + req[i, 1] > am_limit[lf, 1] * (1 + EPS) or
-                    am_used[lf, 2] + req[i, 2] > am_limit[lf, 2] * (1 + EPS)))):
+                                         req[i, 2]) or
+                           (needs_am and _over_am(lf, req[i], am_used, am_limit))):
                 i = -1
             if i < 0:  # lets this heartbeat pass (or may not take more): skipped for it
                 _kill(q, parent, alive)
                 _seg_set(tv, ti, p, pos_of[q], np.inf)
                 continue
-            if typ >= 0:
-                assigned(rule, app_job[q], typ, now, p0, full_reset, miss, level, since)
-            done[i] = True
-            if has_in[i]:
-                c_out[q] -= 1
-            else:
-                n_noin[q] -= 1
+            taken(rule, i, typ, q, app_job[q], now, p0, full_reset, done, has_in, c_out,
+                  n_noin, miss, level, since)
             while j < indptr[q + 1] and done[order[j]]:
                 j += 1
             for r3 in range(3):
-                w_alloc[nd, r3] += req[i, r3]
                 node_free[nd, r3] -= fit_req[i, r3]
-            w_ncont[nd] += 1
-            _update(nd, cap, w_alloc, w_ncont, w_up, 1.0, key, val, pri, left, right,
-                    parent_t, agg, member, root, skey, sfree, cnt)
-            a = q
-            while a >= 0:
-                usage[a, 0] += req[i, 0]
-                usage[a, 1] += req[i, 1]
-                usage[a, 2] += req[i, 2]
-                a = parent[a]
-            out_req[c] = i
-            out_node[c] = nd
-            c += 1
-            if needs_am:
-                started[q] = True
-                am_used[lf, 0] += req[i, 0]
-                am_used[lf, 1] += req[i, 1]
-                am_used[lf, 2] += req[i, 2]
-            for t in range(n_touched):
-                lbest[touched[t]] = -1
-            n_touched = best_local(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready,
-                                   now, app_of, fit_req, node_free, nd, lbest, touched)
+            c = _place(i, nd, q, c, req, parent, usage, needs_am, started, am_used, lf, cap,
+                       w_alloc, w_ncont, w_up, key, val, pri, left, right, parent_t, agg,
+                       member, root, skey, sfree, cnt, out_req, out_node)
+            n_touched = refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of,
+                                      ident, fit_req, node_free, lbest, touched, n_touched)
         while nd < 0 and j < indptr[q + 1] and not placed:
             i = order[j]
             j += 1
             rc, rm, rg = req[i, 0], req[i, 1], req[i, 2]
-            if needs_am and (am_used[lf, 0] + rc > am_limit[lf, 0] * (1 + EPS) or
-                             am_used[lf, 1] + rm > am_limit[lf, 1] * (1 + EPS) or
-                             am_used[lf, 2] + rg > am_limit[lf, 2] * (1 + EPS)):
+            if needs_am and _over_am(lf, req[i], am_used, am_limit):
                 j = indptr[q + 1]  # over maxAMShare: nothing for this app in this call
                 break
             if sfree[0, 1] < rc or sfree[1, 1] < rm or sfree[2, 1] < rg:
@@ -316,26 +323,10 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
             if dst < 0:  # anything at least as large fits nowhere either this round
                 n_failed = remember_failure(failed, n_failed, rc, rm, rg)
                 continue
-            for k in range(3):
-                w_alloc[dst, k] += req[i, k]
-            w_ncont[dst] += 1
-            _update(dst, cap, w_alloc, w_ncont, w_up, 1.0, key, val, pri, left, right,
-                    parent_t, agg, member, root, skey, sfree, cnt)
-            a = q
-            while a >= 0:
-                usage[a, 0] += rc
-                usage[a, 1] += rm
-                usage[a, 2] += rg
-                a = parent[a]
-            out_req[c] = i
-            out_node[c] = dst
-            c += 1
+            c = _place(i, dst, q, c, req, parent, usage, needs_am, started, am_used, lf, cap,
+                       w_alloc, w_ncont, w_up, key, val, pri, left, right, parent_t, agg,
+                       member, root, skey, sfree, cnt, out_req, out_node)
             placed = True
-            if needs_am:  # this first container is the application's AM
-                started[q] = True
-                am_used[lf, 0] += rc
-                am_used[lf, 1] += rm
-                am_used[lf, 2] += rg
         cursor[q] = j
         if j >= indptr[q + 1]:
             _kill(q, parent, alive)

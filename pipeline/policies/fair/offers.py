@@ -30,8 +30,8 @@ from pipeline.policies.locality.gate import (
     Candidates,
     LocalityRule,
     LocalityState,
-    after_offer,
-    offer_inputs,
+    offer_run,
+    offered,
     worth_offering,
 )
 from pipeline.policies.settings import Setting, from_file
@@ -40,13 +40,16 @@ if TYPE_CHECKING:
     from pipeline.sim.interface import SchedView
 
 
-def fair_rule(threshold_node: float, threshold_rack: float, continuous: bool,
-              delay_node_ms: float, delay_rack_ms: float) -> LocalityRule:
-    """The rule YARN applies: time-based with continuous scheduling, else count-based."""
-    if continuous:
-        return LocalityRule(FS_TIME, delay_node_ms / 1000.0 if delay_node_ms >= 0 else -1.0,
-                            delay_rack_ms / 1000.0 if delay_rack_ms >= 0 else -1.0)
-    return LocalityRule(FS_COUNT, threshold_node, threshold_rack)
+def fair_rule(locality_threshold_node: float, locality_threshold_rack: float,
+              continuous_scheduling: bool, locality_delay_node_ms: float,
+              locality_delay_rack_ms: float) -> LocalityRule:
+    """The rule YARN applies: time-based with continuous scheduling, else count-based
+    (arguments: the policy parameters of the same names)."""
+    if continuous_scheduling:
+        node_ms, rack_ms = locality_delay_node_ms, locality_delay_rack_ms
+        return LocalityRule(FS_TIME, node_ms / 1000.0 if node_ms >= 0 else -1.0,
+                            rack_ms / 1000.0 if rack_ms >= 0 else -1.0)
+    return LocalityRule(FS_COUNT, locality_threshold_node, locality_threshold_rack)
 
 
 def wants_offers(rule: LocalityRule, view: SchedView, rows: np.ndarray | None) -> bool:
@@ -76,23 +79,18 @@ def fill_on_offers(view: SchedView, rule: LocalityRule, state: LocalityState,
     rows = sel if sel is not None else np.arange(len(pend))
     cands = Candidates(np.asarray(pend.inputs)[rows], nodes.rack,
                        np.asarray(node_of_req, np.int64), nq, np.asarray(pend.ready_s)[rows])
-    up = np.asarray(nodes.state) == 2
-    free = np.ascontiguousarray(np.where(up[:, None], nodes.cap - nodes.alloc, 0.0))
-    fit = np.ascontiguousarray(np.maximum(req, np.asarray(pend.req)[rows]), np.float64)
-    off_node, off_time, smallest, ready_times = offer_inputs(
-        view.offers, fit, np.arange(len(fit)), cands)
-    rest = cands.rest(rule, int(up.sum()), free, fit, cursor_start(node_of_req, nq),
-                      job_of_node, state)
-    out_req, out_node = np.empty(len(fit), np.int64), np.empty(len(fit), np.int64)
-    n = fs_offers(args, rest, off_node, off_time, free, smallest, ready_times, cands.visits,
-                  len(fit), out_req, out_node)
-    return out_req[:n], out_node[:n]
+    fit = np.maximum(req, np.asarray(pend.req)[rows])
+    run = offer_run(view.offers, nodes, cands, rule, state, fit, np.arange(len(fit)),
+                    cursor_start(node_of_req, nq), job_of_node)
+    n = fs_offers(args, len(fit), *run)
+    return run[-2][:n], run[-1][:n]
 
 
 @njit(cache=True)
-def fs_offers(args, rest, off_node, off_time, free, smallest, ready_times, visits, n_left,
+def fs_offers(args, n_all, off_node, off_time, free, smallest, ready_times, rest, visits,
               out_req, out_node):
-    """Run :func:`fair_fill` for each heartbeat in turn; return how many were placed."""
+    """Run :func:`fair_fill` for each heartbeat in turn; return how many of the ``n_all``
+    requests were placed."""
     idle_room = np.full(3, -np.inf)
     cursor = np.zeros(1, np.int64)
     got = np.empty(len(out_req), np.int64)
@@ -105,14 +103,9 @@ def fs_offers(args, rest, off_node, off_time, free, smallest, ready_times, visit
             continue
         before = visits[0]
         k = fair_fill(*args, (nd, off_time[o]) + rest, got, got_node)  # noqa: RUF005
-        for t in range(k):
-            out_req[n + t] = got[t]
-            out_node[n + t] = nd
-        n += k
-        n_left -= k
-        if n_left == 0:
+        n = offered(k, got, nd, n, out_req, out_node, visits[0] != before, free, idle_room)
+        if n == n_all:
             break
-        after_offer(k, visits[0] != before, free, nd, idle_room)
     return n
 
 
@@ -123,12 +116,12 @@ def cursor_start(node_of_req: np.ndarray, nq: int) -> np.ndarray:
 
 
 SITE = "yarn.scheduler.fair."
-# fair_rule argument -> yarn-site.xml property (FairSchedulerConfiguration)
-SITE_PROPS = {"threshold_node": "locality.threshold.node",
-              "threshold_rack": "locality.threshold.rack",
-              "continuous": "continuous-scheduling-enabled",
-              "delay_node_ms": "locality-delay-node-ms",
-              "delay_rack_ms": "locality-delay-rack-ms"}
+# policy parameter (fair_rule argument) -> yarn-site.xml property (FairSchedulerConfiguration)
+SITE_PROPS = {"locality_threshold_node": "locality.threshold.node",
+              "locality_threshold_rack": "locality.threshold.rack",
+              "continuous_scheduling": "continuous-scheduling-enabled",
+              "locality_delay_node_ms": "locality-delay-node-ms",
+              "locality_delay_rack_ms": "locality-delay-rack-ms"}
 
 
 def site_locality(path: str, values: dict[str, Any]) -> dict[str, Any]:
@@ -139,25 +132,17 @@ def site_locality(path: str, values: dict[str, Any]) -> dict[str, Any]:
     for key, name in SITE_PROPS.items():
         if SITE + name not in r.props:
             continue
-        if key == "continuous":
+        if key == "continuous_scheduling":
             out[key] = r.flag(SITE + name, False)
-        elif key.startswith("threshold"):  # below 0: no delay; above 1: capped (YARN)
+        elif key.startswith("locality_threshold"):  # below 0: no delay; above 1: capped (YARN)
             out[key] = min(r.number(SITE + name, -1.0), 1.0)
         else:
             out[key] = r.number(SITE + name, -1.0, -1.0)
     return out
 
 
-# fair_rule argument -> the policy parameter it stands for
-PARAM_OF = {"threshold_node": "locality_threshold_node",
-            "threshold_rack": "locality_threshold_rack",
-            "continuous": "continuous_scheduling",
-            "delay_node_ms": "locality_delay_node_ms",
-            "delay_rack_ms": "locality_delay_rack_ms"}
-
-
 def site_settings(path: str, values: dict[str, Any]) -> dict[str, Setting]:
     """The locality settings ``path`` decides (``values``: as :func:`site_locality` read)."""
     props = read_properties(Path(path))
-    return {PARAM_OF[key]: from_file(values[key], path, SITE + name, SITE + name in props)
+    return {key: from_file(values[key], path, SITE + name, SITE + name in props)
             for key, name in SITE_PROPS.items()}

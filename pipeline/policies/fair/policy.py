@@ -35,6 +35,7 @@ from pipeline.policies.fair.config import NEVER, UNLIMITED, QueueSetup, build
 from pipeline.policies.fair.kernel import fair_fill, leaf_usage
 from pipeline.policies.fair.limits import AppLimits, am_limits, increments
 from pipeline.policies.fair.offers import (
+    SITE_PROPS,
     fair_rule,
     fill_on_offers,
     site_locality,
@@ -180,11 +181,7 @@ class FairScheduler(PolicyBase):
 
     def locality_settings(self) -> dict[str, Any]:
         """The delay-scheduling settings: ``site_file``'s where it sets them, else inline."""
-        values = {"threshold_node": self.locality_threshold_node,
-                  "threshold_rack": self.locality_threshold_rack,
-                  "continuous": self.continuous_scheduling,
-                  "delay_node_ms": self.locality_delay_node_ms,
-                  "delay_rack_ms": self.locality_delay_rack_ms}
+        values = {name: getattr(self, name) for name in SITE_PROPS}
         return site_locality(self.site_file, values) if self.site_file else values
 
     def decide(self, view: SchedView) -> Decisions:

@@ -34,6 +34,7 @@ from typing import ClassVar
 import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
+from pipeline.policies.locality.gate import grown
 from pipeline.policies.locality.kernel import delay_schedule
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 
@@ -75,13 +76,8 @@ class DelayScheduling(PolicyBase):
         self.last_hb_ = -np.inf
 
     def _grow(self, n: int) -> None:
-        if n <= len(self.skip_):
-            return
-        extra = max(n, 2 * len(self.skip_)) - len(self.skip_)
-        self.skip_ = np.concatenate([self.skip_, np.zeros(extra, np.int64)])
-        self.level_ = np.concatenate([self.level_, np.zeros(extra, np.int8)])
-        self.wait_ = np.concatenate([self.wait_, np.zeros(extra)])
-        self.skipped_ = np.concatenate([self.skipped_, np.zeros(extra, np.bool_)])
+        self.skip_, self.level_ = grown(self.skip_, n, 0), grown(self.level_, n, 0)
+        self.wait_, self.skipped_ = grown(self.wait_, n, 0.0), grown(self.skipped_, n, False)
 
     def decide(self, view: SchedView) -> Decisions:
         pend = view.pending

@@ -35,11 +35,23 @@ scheduling call (YARN updates them as asks are satisfied; within a call they onl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit
 
-from pipeline.policies.locality.candidates import ANY, NODE, RACK, csr, fits, task_racks
+from pipeline.policies.locality.candidates import (
+    ANY,
+    NODE,
+    RACK,
+    best_in,
+    csr,
+    fits,
+    task_racks,
+)
+
+if TYPE_CHECKING:
+    from pipeline.sim.interface import NodeView
 
 NO_DELAY, CS, FS_COUNT, FS_TIME = 0, 1, 2, 3
 OFF_ONLY = 3  # CS: off-switch allowed, rack-local not yet (the L * C / N rule comes first)
@@ -67,17 +79,33 @@ def no_offer() -> tuple:
     i64, b = np.zeros(0, np.int64), np.zeros(0, np.bool_)
     f2 = np.zeros((0, 3))
     return (-1, 0.0, 0, -1.0, -1.0, 0, True, f2, f2, b, np.zeros(0), i64, i64, b, i64, i64,
-            i64, i64, i64, i64, i64, i64, i64, i64, np.zeros(0, np.int8), np.zeros(0),
+            i64, i64, i64, i64, i64, i64, i64, i64, i64, np.zeros(0, np.int8), np.zeros(0),
             np.zeros(1, np.int64), np.zeros(0))
 
 
-def offer_inputs(view_offers: tuple[np.ndarray, np.ndarray], fit: np.ndarray,
-                 rows: np.ndarray, cands: Candidates) -> tuple[np.ndarray, ...]:
-    """Offered nodes and times as compiled-loop arrays, the smallest request's room
-    (``fit`` over ``rows``, less a tolerance) and the requests' ready times, sorted."""
-    return (np.ascontiguousarray(view_offers[0], dtype=np.int64),
-            np.ascontiguousarray(view_offers[1], dtype=np.float64),
-            fit[rows].min(axis=0) - 1e-9, np.sort(cands.ready[~cands.done]))
+def offer_run(offers: tuple[np.ndarray, np.ndarray], nodes: NodeView, cands: Candidates,
+              rule: LocalityRule, state: LocalityState, fit: np.ndarray, rows: np.ndarray,
+              nxt: np.ndarray, app_job: np.ndarray) -> tuple:
+    """The arguments of a scheduler's compiled offer loop after its kernel inputs: offered
+    nodes and times, the up nodes' free room, the smallest request's room (``fit`` over
+    ``rows``, less a tolerance), the requests' ready times sorted, the rest of ``loc``
+    (:meth:`Candidates.rest`), the visits counter and the two outputs (request, node)."""
+    up = np.asarray(nodes.state) == 2
+    free = np.ascontiguousarray(np.where(up[:, None], nodes.cap - nodes.alloc, 0.0))
+    fit = np.ascontiguousarray(fit, dtype=np.float64)
+    rest = cands.rest(rule, int(up.sum()), free, fit, nxt, app_job, state)
+    return (np.ascontiguousarray(offers[0], dtype=np.int64),
+            np.ascontiguousarray(offers[1], dtype=np.float64), free,
+            fit[rows].min(axis=0) - 1e-9, np.sort(cands.ready[~cands.done]), rest,
+            cands.visits, np.empty(len(fit), np.int64), np.empty(len(fit), np.int64))
+
+
+def grown(a: np.ndarray, n: int, fill: float) -> np.ndarray:
+    """``a`` (one entry per job code) with room for ``n`` entries: doubled at least, the new
+    entries ``fill``."""
+    if n <= len(a):
+        return a
+    return np.concatenate([a, np.full(max(n, 2 * len(a)) - len(a), fill, dtype=a.dtype)])
 
 
 class LocalityState:
@@ -90,12 +118,9 @@ class LocalityState:
         self.since = np.zeros(0)
 
     def grow(self, n: int) -> None:
-        if n <= len(self.miss):
-            return
-        extra = max(n, 2 * len(self.miss)) - len(self.miss)
-        self.miss = np.concatenate([self.miss, np.zeros(extra, np.int64)])
-        self.level = np.concatenate([self.level, np.zeros(extra, np.int8)])
-        self.since = np.concatenate([self.since, np.full(extra, np.nan)])
+        self.miss = grown(self.miss, n, 0)
+        self.level = grown(self.level, n, 0)
+        self.since = grown(self.since, n, np.nan)
 
 
 class Candidates:
@@ -121,6 +146,7 @@ class Candidates:
                                   minlength=n_apps).astype(np.int64)
         self.n_rack = n_rack
         self.done = ~mine
+        self.ident = np.arange(n_apps, dtype=np.int64)
         self.ready = np.ascontiguousarray(ready, dtype=np.float64)
         self.visits = np.zeros(1, np.int64)  # offers that counted or placed (pick)
         # per application, its earliest ready time: at an earlier heartbeat it asks nothing
@@ -132,7 +158,7 @@ class Candidates:
         """The ``loc`` argument of the schedulers' compiled loops without its first two
         items (the offered node and the offer's time), which the offer loop prepends."""
         return (rule.kind, float(rule.p0), float(rule.p1), int(n_nodes), rule.full_reset,
-                free, fit_req, self.done, self.ready, nxt, app_job, self.has_in,
+                free, fit_req, self.done, self.ready, nxt, app_job, self.has_in, self.ident,
                 self.node_ptr, self.node_lst, self.rack_ptr, self.rack_lst, self.n_rack,
                 self.app_of, self.c_out, self.n_loc, self.n_noin, state.miss, state.level,
                 state.since, self.visits, self.app_ready)
@@ -163,13 +189,18 @@ def worth_offering(free, nd, smallest, idle_room, at, ready_times, cursor, place
 
 
 @njit(cache=True)
-def after_offer(placed, visited, free, nd, idle_room):
-    """Book-keeping of :func:`worth_offering` after an offer."""
+def offered(k, got, nd, n, out_req, out_node, visited, free, idle_room):
+    """After an offer of node ``nd`` that placed ``got[:k]``: append them to ``out_*`` (from
+    ``n``; returns the new count) and keep :func:`worth_offering`'s ``idle_room``."""
+    for t in range(k):
+        out_req[n + t] = got[t]
+        out_node[n + t] = nd
     for r in range(3):
-        if placed > 0 or visited:
+        if k > 0 or visited:
             idle_room[r] = -np.inf
         else:
             idle_room[r] = max(idle_room[r], free[nd, r])
+    return n + k
 
 
 @njit(cache=True)
@@ -253,22 +284,28 @@ def assigned(kind, j, typ, now, p0, full_reset, miss, level, since):
 
 
 @njit(cache=True)
-def best_local(lo, hi, lst, done, ready, now, app_of, req, free, nd, best, touched):
-    """Per application, its first request in ``lst[lo:hi]`` not done, ready by ``now`` and
-    fitting ``nd``, into ``best`` (by application); returns how many were touched."""
-    n = 0
-    for q in range(lo, hi):
-        i = lst[q]
-        if done[i] or ready[i] > now or not fits(req[i], free, nd):
-            continue
-        a = app_of[i]
-        if best[a] < 0:
-            touched[n] = a
-            n += 1
-            best[a] = i
-        elif i < best[a]:
-            best[a] = i
-    return n
+def refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of, ident, req, free, best,
+                  touched, n_touched):
+    """Per application, its first request with data on ``nd`` that is not done, is ready
+    and fits, into ``best`` (entries of the previous ``touched`` cleared first); returns
+    how many applications are touched now (``ident``: the identity of applications)."""
+    for t in range(n_touched):
+        best[touched[t]] = -1
+    return best_in(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, req, free, nd, now,
+                   app_of, ident, best, touched, 0)
+
+
+@njit(cache=True)
+def taken(kind, i, typ, a, j, now, p0, full_reset, done, has_in, c_out, n_noin, miss, level,
+          since):
+    """Book request ``i`` of application ``a`` (job code ``j``) picked with type ``typ``."""
+    if typ >= 0:
+        assigned(kind, j, typ, now, p0, full_reset, miss, level, since)
+    done[i] = True
+    if has_in[i]:
+        c_out[a] -= 1
+    else:
+        n_noin[a] -= 1
 
 
 @njit(cache=True)
