@@ -386,6 +386,23 @@ class NodeIndex:
             treap.build(order, self.root[0:1], self.member[0], self.left[0], self.right[0],
                         self.parent[0], self.agg[0], self.val, self.pri, self.stack)
 
+    def _refile(self, cap: np.ndarray, slots: np.ndarray) -> None:
+        update_nodes(np.ascontiguousarray(slots, dtype=np.int64), cap, self.alloc,
+                     self.ncont, self.up, self.threshold, *self._arrays()[:-1])
+
+    def hide(self, nodes: NodeView, slots: np.ndarray) -> None:
+        """Take ``slots`` out of placement (e.g. nodes reserved for one request) until
+        :meth:`show`; their allocation mirror stays up to date meanwhile."""
+        if len(slots):
+            self.up[slots] = False
+            self._refile(nodes.cap, slots)
+
+    def show(self, nodes: NodeView, slots: np.ndarray) -> None:
+        """Put hidden ``slots`` back (those that are up)."""
+        if len(slots):
+            self.up[slots] = nodes.state[slots] == 2
+            self._refile(nodes.cap, slots)
+
     def place_on(self, nodes: NodeView, req: np.ndarray, node: np.ndarray,
                  order: np.ndarray) -> np.ndarray:
         """Place the requests ``order`` (in order) each on its given node ``node[i]`` where it

@@ -121,3 +121,60 @@ def test_monitor_wakes_after_the_first_placements() -> None:
     off = PreemptionTimer(parse_inline("a:50,b:50"), PreemptionSettings())
     assert off.after_placement(None, placed=5, waiting=2) is None
     assert np.isfinite(timer.next_s)
+
+
+def test_a_container_that_fits_no_node_reserves_one(tmp_path: Path) -> None:
+    """Two 4-cpu nodes, one FIFO queue.  A's six 1-cpu tasks (100 s) leave one cpu free on
+    each node; B's 2-cpu task (1 s) fits the cluster's free room but no node, so B
+    reserves m0 (the most free room, then the lower slot) and the reservation counts as
+    used: C's 1-cpu task (2 s) finds no headroom left and waits.  When A ends at 100 s, B
+    starts on m0 and C on m1.  Hadoop: ``RegularContainerAllocator`` returns RESERVED, a
+    reserved node serves its reservation only (``allocateContainersToNode``), reserved
+    resources are used (``LeafQueue.apply``).  Before (no reservations): C took a free cpu
+    at 2 s and B waited for A."""
+    tasks = [{**_task("a", i, 0.0, 1.0, 1.0), "duration_s": 100.0} for i in range(6)]
+    tasks += [{**_task("b", 0, 1.0, 2.0, 2.0), "job_id": "jb"},
+              {**_task("c", 0, 2.0, 1.0, 1.0), "job_id": "jc"}]
+    jobs = [{"job_id": f"j{q}", "user": f"u{q}", "queue": "a", "submit_s": s}
+            for q, s in (("a", 0.0), ("b", 1.0), ("c", 2.0))]
+    trace = write_trace(tmp_path / "t", _nodes(2, 4.0), tasks, jobs)
+    params = {"queues": "a:100", "max_am_resource_percent": 1.0}
+    replay(trace, "capacity-scheduler", params, 0, tmp_path / "run", horizon_s=300.0)
+    tr = pl.read_parquet(tmp_path / "run" / "task_runs.parquet")
+    started = {r["task_id"]: (r["machine_id"], r["start_s"]) for r in tr.iter_rows(named=True)}
+    assert sorted(m for t, (m, _) in started.items() if t.startswith("a")) == ["m0"] * 3 + [
+        "m1"] * 3
+    assert started["b0"] == ("m0", 100.0)
+    assert started["c0"] == ("m1", 100.0)
+
+
+def test_hadoop_preempts_the_same_task_again_when_the_room_cannot_serve(
+        tmp_path: Path) -> None:
+    """Hadoop 3.3's own rules repeat a preemption without end, so no bound on preemptions
+    per task holds in general (the conformance suite bounds a case without this shape).
+
+    Ten 4-cpu nodes; a (50%) runs 30 1-cpu tasks, leaving 1 cpu free on each node; b (50%)
+    asks for eight 3-cpu tasks at 10 s.  b's first three containers fit the free room but
+    no node: they reserve nodes and count as used (9 cpu).  Each round the monitor asks a
+    for 0.8 cpu (a's 10 cpu above its ideal, scaled to ``total_preemption_per_round`` and
+    by ``natural_termination_factor``); the newest container of a is selected
+    (``FifoCandidatesSelector``) and killed 15 s later.  The freed cpu cannot serve b: the
+    headroom is 11 - 9 = 2 cpu, less than a 3-cpu container (``checkHeadroom``), so b
+    neither gets nor reserves it, and a's killed task, asked for again, takes it back;
+    it is then a's newest container, selected next.  One kill every 18 s, on one task,
+    for as long as the run lasts.  YARN-4108 describes this; its remedy (lazy preemption,
+    ``...preemption.lazy-preemption-enabled``) is off by default."""
+    tasks = [{**_task("a", i, 0.0, 1.0, 1.0), "duration_s": 5000.0} for i in range(30)]
+    tasks += [{**_task("b", i, 10.0, 3.0, 3.0), "duration_s": 5000.0} for i in range(8)]
+    trace = write_trace(tmp_path / "t", _nodes(10, 4.0), tasks, _jobs())
+    params = {"queues": "a:50,b:50", "user_limit_factor": 2, "preemption": True,
+              "max_am_resource_percent": 1.0}
+    counts = []
+    for horizon in (300.0, 600.0):
+        result = replay(trace, "capacity-scheduler", params, 0, tmp_path / "run",
+                        horizon_s=horizon)
+        tr = pl.read_parquet(tmp_path / "run" / "task_runs.parquet")
+        assert tr["preemptions"].max() == result.metrics["preemptions"]  # one task
+        assert tr.filter(pl.col("queue") == "root.b")["start_s"].is_null().all()
+        counts.append(result.metrics["preemptions"])
+    assert counts == [16.0, 32.0]  # grows with the run, 1 per (3 s round + 15 s wait)

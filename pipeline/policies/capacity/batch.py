@@ -63,13 +63,15 @@ def admission(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray, run_job:
 def kernel_inputs(p: CapacityScheduler, req: np.ndarray, jobs: np.ndarray,
                   leaf: np.ndarray, pair_used: np.ndarray, run_job: np.ndarray,
                   cluster: np.ndarray, free: np.ndarray, adm: Admission | None = None,
-                  ) -> tuple:
+                  held: np.ndarray | None = None) -> tuple:
     """Arguments of :func:`~pipeline.policies.capacity.kernel.allocate` (without ``out``).
 
     ``req`` are the normalised pending requests, ``jobs``/``leaf`` their applications and
     leaves, ``pair_used`` the normalised use per (leaf, user) pair (prepare.scan_running),
     ``cluster`` and ``free`` the up nodes' total and free resources (state.up_resources);
-    ``adm``: :func:`admission` of this scheduling point when the caller has it already.
+    ``adm``: :func:`admission` of this scheduling point when the caller has it already;
+    ``held``: requests holding a reservation (:mod:`.reservations`): still asked for (their
+    users stay active) but not handed out again.
     """
     tree, s = p.tree_, p.settings_
     n_leaves, n_users = tree.n_leaves, p.weights_.shape[1]
@@ -78,7 +80,8 @@ def kernel_inputs(p: CapacityScheduler, req: np.ndarray, jobs: np.ndarray,
     a = admission(p, jobs, leaf, run_job, cluster) if adm is None else adm
     leaf_cap, leaf_max = a.q_guar[tree.leaves], a.q_max[tree.leaves]
     sel = a.sel
-    blocks = app_blocks(p, req, jobs, leaf, sel)
+    blocks = app_blocks(p, req, jobs, leaf,
+                        sel if held is None or not len(held) else np.setdiff1d(sel, held))
     sorted_jobs, pend_mem = blocks[3], blocks[6]
     # per-job memory used by running containers and pending demand (fair ordering only)
     if s.fair.any():

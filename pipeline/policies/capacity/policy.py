@@ -11,8 +11,9 @@ At each scheduling point: requests are normalised to multiples of the minimum al
 placed in a leaf (queue mappings, the trace's queue, the default leaf), and the compiled
 loop of :mod:`~pipeline.policies.capacity.kernel` hands out containers one at a time in
 Hadoop's order; the chosen containers go, in that order, to the up node with the least
-memory allocated (as ``yarn-uniform``; YARN's node is the one heartbeating).  Queue, user
-and AM accounting use the normalised sizes.
+memory allocated (as ``yarn-uniform``; YARN's node is the one heartbeating), and a
+container that fits on no node reserves one (:mod:`.reservations`).  Queue, user and AM
+accounting use the normalised sizes.
 
 Node labels (partitions, exclusive and non-exclusive; :mod:`.partitions`, :mod:`.labels`,
 :mod:`.passes`) and absolute-resource capacities (:mod:`.resources`) are modelled; the
@@ -21,7 +22,8 @@ Without labels a scheduling point takes the single-partition path below, unchang
 Delay scheduling (``node-locality-delay``, ``rack-locality-additional-delay``): when the
 pending requests say where their data is, the loop runs once per node heartbeat and the
 locality gate decides (:mod:`.offers`, :mod:`pipeline.policies.locality.gate`).
-Choices are documented where they are made; reservations, locality with node labels,
+Choices are documented where they are made; reservations with heartbeats or node labels,
+locality with node labels,
 label expressions other than a single label, per-request labels and auto-created queues
 are not modelled.
 """
@@ -51,9 +53,15 @@ from pipeline.policies.capacity.pending import leaf_pending
 from pipeline.policies.capacity.preemption import PartitionRound, PreemptionTimer
 from pipeline.policies.capacity.prepare import scan_pending, scan_running
 from pipeline.policies.capacity.report import label_columns
+from pipeline.policies.capacity.reservations import NONE, Reservations, account
 from pipeline.policies.capacity.resources import QueueCaps
 from pipeline.policies.capacity.settings import capacity_file_settings
-from pipeline.policies.capacity.state import app_limits, leaf_settings, up_resources
+from pipeline.policies.capacity.state import (
+    app_limits,
+    dense_sum,
+    leaf_settings,
+    up_resources,
+)
 from pipeline.policies.locality.gate import CS, LocalityRule, LocalityState, no_offer
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.policies.queues import QueuePlacement, groups_provider
@@ -188,6 +196,7 @@ class CapacityScheduler(PolicyBase):
         self.minimum_ = np.array([*minimum_allocation(cluster.units, self.min_alloc_cpu,
                                                       self.min_alloc_mem), 0.0])
         self.index_ = NodeIndex(cluster.n_nodes)
+        self.reserved_ = Reservations(self.minimum_)
         self.started_ = np.zeros(0, dtype=np.bool_)
         self.mark_ = np.zeros(0, dtype=np.bool_)  # scratch of prepare.alive_jobs
         self.job_mem_ = np.zeros(0)  # scratch of prepare.scan_running (fair ordering)
@@ -293,33 +302,48 @@ class CapacityScheduler(PolicyBase):
                                  self.job_pair_, self.weights_.size, job_mem, run_req)
         serve = len(pend) > 0 and bool(nodes.up.any())
         adm = admission(self, jobs, pend_leaf, run_job, cluster) if serve else None
+        offers = wants_offers(self, view)
+        held, fit_all = NONE, None
+        if adm is None or offers:  # nothing waits, or heartbeats: no reservations
+            self.reserved_.node_of.clear()
+        elif self.reserved_.node_of:
+            fit_all = np.maximum(req, pend.req)
+            held = self.reserved_.begin(self.index_, nodes, np.asarray(pend.row), fit_all,
+                                        adm.sel)
+            free = account(held, req, np.take(self.job_pair_, jobs), pair_used, free,
+                           fit_all)
         rounds = None
         if self.timer_.due(view.now):
             guar, maxi = self.caps_.effective(0, cluster, self.calc_)
-            demand = (leaf_pending(self, req, jobs, adm.sel, pair_used, guar, maxi, cluster)
-                      if adm is not None else np.zeros((self.tree_.n_leaves, 3)))
-            rounds = [PartitionRound(cluster, guar, maxi, pending=demand)]
+            demand = np.zeros((self.tree_.n_leaves, 3))
+            if adm is not None:  # reserved requests are used, not pending
+                sel = np.setdiff1d(adm.sel, held.all) if len(held.all) else adm.sel
+                demand = leaf_pending(self, req, jobs, sel, pair_used, guar, maxi, cluster)
+            rounds = [PartitionRound(cluster, guar, maxi, pending=demand, reserved=dense_sum(
+                pend_leaf[held.all], req[held.all], self.tree_.n_leaves))]
         run_leaf = np.take(self.job_leaf_, run_job) if len(run_req) else run_job[:0]
         preempt, wake = self.timer_.step(
             view.now, run, run_leaf, run_req, pend_leaf, req,
             self.first_seen_, self.am_row_, cluster, self.calc_, rounds)
-        offers = wants_offers(self, view)
         # a monitor wake-up (skipped when nothing changed, unless heartbeats count misses)
-        idle = self.timer_.s.enabled and self._nothing_new(view) and not offers
+        idle = (self.timer_.s.enabled and self._nothing_new(view) and not offers
+                and not len(held.done))
         if adm is None or (idle and not len(preempt)):
             if len(job_mem):
                 job_mem[run_job] = 0.0
             return Decisions(preempt=preempt, wake_at_s=wake)
-        args = kernel_inputs(self, req, jobs, pend_leaf, pair_used, run_job, cluster,
-                             free, adm)
+        args = kernel_inputs(self, req, jobs, pend_leaf, pair_used, run_job, cluster, free,
+                             adm, held.all)
         if offers:  # the node must hold the raw request too (above a capped normalised one)
             chosen, node = place_on_offers(self, view, args, np.maximum(req, pend.req))
         else:
             out = np.empty(len(req), dtype=np.int64)
             order = out[:allocate(*args, no_offer(), out)]
             fit = np.maximum(np.take(req, order, axis=0), np.take(pend.req, order, axis=0))
-            placed, node = self.index_.place(nodes, fit, None, packing=False)
-            chosen = order[placed]
+            chosen, node = self.reserved_.place(self.index_, nodes, order, fit,
+                                                pend.take("row", order))
+            chosen = np.concatenate([held.done, chosen])
+            node = np.concatenate([held.done_node, node])
         self._mark_started(jobs[chosen], np.take(req, chosen, axis=0),
                            pend.take("row", chosen))
         wake = self.timer_.after_placement(wake, len(chosen), len(pend) - len(chosen))

@@ -34,7 +34,9 @@ the partition.  In a leaf, containers that run on the partition *ignoring exclus
 (``FifoCandidatesSelector`` walks ``getIgnoreExclusivityRMContainers`` before the
 applications), then the others in the usual order.
 
-Choices: there are no reserved or killable containers (lazy preemption is off by default);
+Choices: reserved containers count as used and not as pending (:mod:`.reservations`), and
+are never selected (``ReservedContainerCandidatesSelector`` is off by default); there are
+no killable containers (lazy preemption is off by default);
 AM containers are never selected (Hadoop takes them last, only while the leaf's AMs exceed
 its AM share); pending demand is what the caller counts (:mod:`.pending`: active
 applications, within user limits).
@@ -113,7 +115,8 @@ class PartitionRound:
     containers on the partition's nodes and of the pending requests asking for it;
     ``ignore``: per running container, whether it was placed ignoring exclusivity;
     ``pending``: (n_leaves, 3) pending demand per leaf as the monitor counts it
-    (:mod:`.pending`), instead of the sum of the requests ``pend``.
+    (:mod:`.pending`), instead of the sum of the requests ``pend``; ``reserved``: (n_leaves,
+    3) reserved containers, counted as used (:mod:`.reservations`).
     """
 
     cluster: np.ndarray
@@ -123,6 +126,7 @@ class PartitionRound:
     pend: np.ndarray | None = None
     ignore: np.ndarray | None = None
     pending: np.ndarray | None = None
+    reserved: np.ndarray | None = None
 
 
 class PreemptionTimer:
@@ -182,7 +186,10 @@ class PreemptionTimer:
         """(n_queues, 3) amounts to obtain in one partition."""
         n_l = self.tree.n_leaves
         run = slice(None) if part.run is None else part.run
-        used = self.paths @ dense_sum(run_leaf[run], run_req[run], n_l)
+        leaf_used = dense_sum(run_leaf[run], run_req[run], n_l)
+        if part.reserved is not None:
+            leaf_used += part.reserved
+        used = self.paths @ leaf_used
         if part.pending is not None:
             leaf_pending = part.pending
         else:
