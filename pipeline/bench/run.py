@@ -65,6 +65,8 @@ def bench(policy: str, machines: int = 12_500, tasks: int = 1_000_000, seed: int
         "util_alloc_cpu": result.metrics.get("util_alloc_cpu"),
         "tasks_finished": result.metrics.get("tasks_finished"),
         "locality_node": result.metrics.get("locality_node"),
+        # the policy's own wall-clock figures (e.g. quincy's solver and round ms)
+        **result.run.get("policy_timings", {}),
     }
 
 

@@ -15,6 +15,7 @@ from pipeline.policies.base import Param, PolicyBase, PreemptionProfile, resolve
 from pipeline.policies.capacity import CapacityScheduler
 from pipeline.policies.drf import DominantResourceFairness
 from pipeline.policies.fair import FairScheduler
+from pipeline.policies.flow import Quincy
 from pipeline.policies.locality import DelayScheduling
 from pipeline.policies.packing import ContainerPacking
 from pipeline.policies.reference import RecordedCluster
@@ -22,7 +23,8 @@ from pipeline.policies.uniform import YarnUniform
 
 POLICIES: dict[str, type[PolicyBase]] = {
     cls.name: cls for cls in (YarnUniform, ContainerPacking, DominantResourceFairness,
-                          FairScheduler, CapacityScheduler, DelayScheduling, RecordedCluster)
+                          FairScheduler, CapacityScheduler, DelayScheduling, RecordedCluster,
+                          Quincy)
 }
 
 __all__ = ["POLICIES", "Param", "PolicyBase", "PreemptionProfile", "describe_policies",

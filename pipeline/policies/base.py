@@ -150,6 +150,18 @@ class PolicyBase:
         return float(beat) if beat else None
 
     # -- optional reporting hooks (called after the run; policies without queues keep these)
+    def run_metrics(self) -> dict[str, tuple[float | None, str]]:
+        """Metrics the policy measured itself, ``name -> (value, unit)``, added to the run's
+        metrics table.  They must be deterministic (the same run gives the same values):
+        wall-clock figures go to :meth:`run_timings`.  None by default."""
+        return {}
+
+    def run_timings(self) -> dict[str, float | None]:
+        """Wall-clock figures the policy measured (e.g. solver milliseconds), written to
+        ``provenance.json`` beside ``wall_s``, not to the deterministic metrics.  None by
+        default."""
+        return {}
+
     def assigned_queues(self, user: np.ndarray,
                         queue: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]] | None:
         """Leaf queue code of each (user code, trace queue code) pair and the leaf names.

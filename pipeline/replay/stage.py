@@ -155,7 +155,8 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
         out.write_table(nodes, tmp / out.NODE_INTERVALS)
         measured = {"from_s": window.start_s, "to_s": summary.end_s,
                     "drained": options.horizon_s is None}
-        metrics = _write_metrics(tmp, run_id, measured["from_s"], measured["to_s"])
+        metrics = _write_metrics(tmp, run_id, measured["from_s"], measured["to_s"],
+                                 sim.policy.run_metrics())
         counts = asdict(summary)
         settings = _settings(sim.policy, params or {}, opened, resolved)
         run = {
@@ -174,6 +175,7 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
             "trace_path": str(trace.dir.resolve()), "sim_s": counts["sim_s"],
             "wall_s": round(time.perf_counter() - started, 3), "code_version": code_version(),
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            **({"policy_timings": timings} if (timings := sim.policy.run_timings()) else {}),
         }
         out.write_json(run, tmp / out.RUN_JSON)
         out.write_json(provenance, tmp / out.PROVENANCE_JSON)
@@ -237,12 +239,19 @@ def _cluster_total(spec: ClusterSpec, trace: TraceInput,
     return np.asarray(cluster.template, dtype=np.float64) * float(cluster.max_nodes or 0)
 
 
-def _write_metrics(tmp: Path, run_id: str, start_s: float,
-                   end_s: float) -> dict[str, float | None]:
+def _write_metrics(tmp: Path, run_id: str, start_s: float, end_s: float,
+                   extra: Mapping[str, tuple[float | None, str]] | None = None
+                   ) -> dict[str, float | None]:
+    """Write ``metrics.parquet``: the metrics of the run's tables, then ``extra`` (the
+    policy's own, :meth:`PolicyBase.run_metrics`)."""
     skip = {"run_id", "task_id", "queue", "machine_id"}  # not used by any metric
     columns = [c for c in out.TASK_RUNS_SCHEMA.names if c not in skip]
     task_runs = pl.read_parquet(tmp / out.TASK_RUNS, columns=columns)
     nodes = pl.read_parquet(tmp / out.NODE_INTERVALS)
     table = metrics_table(run_id, task_runs, nodes, end_s, start_s)
+    if extra:
+        rows = [(run_id, name, None if v is None else float(v), unit)
+                for name, (v, unit) in extra.items()]
+        table = pl.concat([table, pl.DataFrame(rows, schema=table.schema, orient="row")])
     out.write_table(table.to_arrow(), tmp / out.METRICS)
     return dict(zip(table["metric"].to_list(), table["value"].to_list(), strict=True))

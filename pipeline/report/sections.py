@@ -232,7 +232,7 @@ def locality_sections(data: ReportData, labels: list[str]) -> list[Section]:
     sections = [Section(
         "locality", "Data locality",
         None if sweep is None else locality_charts.tradeoff_chart(sweep, labels),
-        readable(raw, locality.TABLE_COLUMNS), locality.locality_note(data.runs, sweep),
+        readable(raw, locality.table_columns(raw)), locality.locality_note(data.runs, sweep),
         raw=raw)]
     bins = locality.job_size_bins(data, rows)
     if bins.height:

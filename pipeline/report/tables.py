@@ -139,6 +139,8 @@ COLUMNS: dict[str, tuple[str, Format]] = {
     "locality_any": ("Off-rack", share),
     "data_read_core_gb": ("Read across racks (GiB)", gib),
     "data_read_rack_gb": ("Read via rack switch (GiB)", gib),
+    "solver_ms_p50": ("Solver time p50 (ms)", lambda v: _num(v)),
+    "solver_ms_p99": ("Solver time p99 (ms)", lambda v: _num(v)),
     "bin": ("Job size (tasks with input)", text),
     "jobs": ("Jobs", count),
     "tasks_with_inputs": ("Tasks with input", count),

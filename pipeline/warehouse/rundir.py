@@ -8,7 +8,7 @@ required column is a :class:`TraceError` naming the file.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ REQUIRED_KEYS = ("run_id", "trace", "policy", "seed")
 KNOWN_KEYS = (
     "run_id", "trace", "trace_path", "policy", "params", "settings", "seed", "wall_s",
     "code_version", "created_at", "cluster", "window", "measured", "trace_digest",
-    "trace_facts",
+    "trace_facts", "policy_timings",
 )
 
 
@@ -45,6 +45,9 @@ class RunDir:
     run_id: str
     row: dict[str, Any]
     files: dict[str, list[Path]]
+    # wall-clock figures a policy measured (provenance ``policy_timings``, e.g. a solver's
+    # milliseconds): loaded into ``metrics`` beside the run's deterministic metrics
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def read_run_dir(path: Path) -> RunDir:
@@ -63,7 +66,20 @@ def read_run_dir(path: Path) -> RunDir:
             files[name] = table_files(path, name)
             for part in files[name]:
                 check_columns(part, columns)
-    return RunDir(path, str(meta["run_id"]), runs_row(meta, path), files)
+    return RunDir(path, str(meta["run_id"]), runs_row(meta, path), files,
+                  _timings(meta.get("policy_timings"), path))
+
+
+def _timings(value: Any, path: Path) -> dict[str, float]:
+    """``policy_timings`` of ``provenance.json``: metric name -> milliseconds (nulls left
+    out: a policy that never solved has no figure)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+            isinstance(v, int | float) or v is None for v in value.values()):
+        raise TraceError("expected an object of numbers", path / "provenance.json",
+                         field="policy_timings")
+    return {str(k): float(v) for k, v in value.items() if v is not None}
 
 
 def read_run_json(path: Path) -> dict[str, Any]:

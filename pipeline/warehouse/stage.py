@@ -120,6 +120,10 @@ def load_run(con: duckdb.DuckDBPyConnection, run: RunDir) -> dict[str, int]:
             counts[table] = _count(inserted)
         except duckdb.Error as exc:
             raise TraceError(f"cannot load {table}: {describe_error(exc)}", where) from exc
+    if run.timings:  # wall-clock figures: metrics of the warehouse, not of metrics.parquet
+        con.executemany("insert into metrics (run_id, metric, value, unit) values (?, ?, ?, ?)",
+                        [(run.run_id, k, v, "ms") for k, v in sorted(run.timings.items())])
+        counts["metrics"] += len(run.timings)
     return counts
 
 

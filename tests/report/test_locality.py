@@ -210,3 +210,19 @@ def test_job_size_chart_puts_clusters_in_panels() -> None:
                                              (0.001, "0.1%"), (0.0, "0%")])
 def test_shares_in_sentences_never_round_to_all_or_none(value: float, text: str) -> None:
     assert percent(value) == text
+
+
+def test_table_keeps_preemptions_and_solver_time_only_where_they_say_something() -> None:
+    """Quincy rows bring their solver time (and QFP its preemptions); a table of settings
+    that neither preempt nor solve a flow leaves both columns out."""
+    from pipeline.report.locality import TABLE_COLUMNS, table_columns
+
+    quiet = pl.DataFrame({"label": ["a", "b"], "preemptions": [0.0, 0.0],
+                          "solver_ms_p50": [None, None]},
+                         schema={"label": pl.String, "preemptions": pl.Float64,
+                                 "solver_ms_p50": pl.Float64})
+    assert "preemptions" not in table_columns(quiet)
+    assert "solver_ms_p50" not in table_columns(quiet)
+    busy = quiet.with_columns(pl.Series("preemptions", [0.0, 12.0]),
+                              pl.Series("solver_ms_p50", [None, 3.5]))
+    assert table_columns(busy) == TABLE_COLUMNS

@@ -272,3 +272,23 @@ def test_each_run_is_compared_with_the_baseline_on_the_same_cluster(tmp_path: Pa
                       "policy = 'yarn-uniform' and cluster->>'mode' = 'elastic'), "
                       "node_hours_saved from cost_savings where policy = 'packing'")
     assert rows == [("packing", True, 0.0)]
+
+
+def test_policy_timings_become_warehouse_metrics(tmp_path: Path, runs: list[Path]) -> None:
+    """A policy's wall-clock figures (provenance ``policy_timings``, kept out of the run's
+    deterministic metrics.parquet) are loaded as metrics in ms and reach policy_summary;
+    a malformed entry is named."""
+    prov = runs[0] / "provenance.json"
+    meta = json.loads(prov.read_text()) if prov.exists() else {}
+    prov.write_text(json.dumps({**meta, "policy_timings": {
+        "solver_ms_p50": 12.5, "solver_ms_p99": 40.0, "round_ms_p50": None}}))
+    db = tmp_path / "wh.duckdb"
+    result = load(runs, db)
+    assert result["rows"]["metrics"] == 24 + 2
+    _, rows = sql(db, "select metric, value, unit from metrics where unit = 'ms' order by 1")
+    assert rows == [("solver_ms_p50", 12.5, "ms"), ("solver_ms_p99", 40.0, "ms")]
+    _, rows = sql(db, "select solver_ms_p50 from policy_summary where solver_ms_p50 is not null")
+    assert rows == [(12.5,)]
+    prov.write_text(json.dumps({**meta, "policy_timings": {"solver_ms_p50": "fast"}}))
+    with pytest.raises(TraceError, match="policy_timings"):
+        load(runs, tmp_path / "other.duckdb")
