@@ -5,12 +5,17 @@ preemptions, through ``replay``.  Each failed before the fix it names."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import polars as pl
 
 from pipeline.bench.workload import write_trace
-from pipeline.policies.capacity.preemption import PreemptionSettings, PreemptionTimer
+from pipeline.policies.capacity.preemption import (
+    PartitionRound,
+    PreemptionSettings,
+    PreemptionTimer,
+)
 from pipeline.policies.queues import parse_inline
 from pipeline.replay import replay
 
@@ -178,3 +183,29 @@ def test_hadoop_preempts_the_same_task_again_when_the_room_cannot_serve(
         assert tr.filter(pl.col("queue") == "root.b")["start_s"].is_null().all()
         counts.append(result.metrics["preemptions"])
     assert counts == [16.0, 32.0]  # grows with the run, 1 per (3 s round + 15 s wait)
+
+
+def test_a_queue_giving_back_drops_its_reservations_first() -> None:
+    """``FifoCandidatesSelector.preemptFrom``: "first drop reserved containers".  a holds 30
+    1-cpu containers and a 2-cpu reservation of 40 cpu; b (50%) waits for 10.  The round
+    asks a for 0.4 cpu (30 + 2 over its ideal of 30, times the natural termination
+    factor 0.2): dropping the reservation covers it, so no running container is marked."""
+    timer = PreemptionTimer(parse_inline("a:50,b:50"), PreemptionSettings(enabled=True))
+    n = 30
+    run = SimpleNamespace(row=np.arange(n), job=np.zeros(n, np.int64),
+                          start_s=np.zeros(n), priority=np.zeros(n, np.int64))
+    ones = np.tile([1.0, 1.0, 0.0], (n, 1))
+    cluster = np.array([40.0, 40.0, 0.0])
+    part = PartitionRound(cluster, pending=np.array([[0.0, 0.0, 0.0], [10.0, 10.0, 0.0]]),
+                          reserved=np.array([[2.0, 2.0, 0.0], [0.0, 0.0, 0.0]]),
+                          held_leaf=np.array([0]), held_req=np.array([[2.0, 2.0, 0.0]]),
+                          held_row=np.array([100]))
+    out, _ = timer.step(0.0, run, np.zeros(n, np.int64), ones, np.zeros(0, np.int64),
+                        np.zeros((0, 3)), np.zeros(1), np.array([0]), cluster, 0, [part])
+    assert timer.dropped == [100]
+    assert len(out) == 0 and not timer.marked
+    without = PreemptionTimer(parse_inline("a:50,b:50"), PreemptionSettings(enabled=True))
+    plain = PartitionRound(cluster, pending=part.pending, reserved=part.reserved)
+    without.step(0.0, run, np.zeros(n, np.int64), ones, np.zeros(0, np.int64),
+                 np.zeros((0, 3)), np.zeros(1), np.array([0]), cluster, 0, [plain])
+    assert len(without.marked) == 1  # a running container is marked instead

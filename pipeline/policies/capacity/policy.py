@@ -319,12 +319,17 @@ class CapacityScheduler(PolicyBase):
             if adm is not None:  # reserved requests are used, not pending
                 sel = np.setdiff1d(adm.sel, held.all) if len(held.all) else adm.sel
                 demand = leaf_pending(self, req, jobs, sel, pair_used, guar, maxi, cluster)
-            rounds = [PartitionRound(cluster, guar, maxi, pending=demand, reserved=dense_sum(
-                pend_leaf[held.all], req[held.all], self.tree_.n_leaves))]
+            wait = held.wait
+            rounds = [PartitionRound(
+                cluster, guar, maxi, pending=demand,
+                reserved=dense_sum(pend_leaf[held.all], req[held.all], self.tree_.n_leaves),
+                held_leaf=pend_leaf[wait], held_req=req[wait],
+                held_row=np.asarray(pend.row)[wait])]
         run_leaf = np.take(self.job_leaf_, run_job) if len(run_req) else run_job[:0]
         preempt, wake = self.timer_.step(
             view.now, run, run_leaf, run_req, pend_leaf, req,
             self.first_seen_, self.am_row_, cluster, self.calc_, rounds)
+        self.reserved_.drop(self.timer_.dropped)
         # a monitor wake-up (skipped when nothing changed, unless heartbeats count misses)
         idle = (self.timer_.s.enabled and self._nothing_new(view) and not offers
                 and not len(held.done))

@@ -34,9 +34,11 @@ the partition.  In a leaf, containers that run on the partition *ignoring exclus
 (``FifoCandidatesSelector`` walks ``getIgnoreExclusivityRMContainers`` before the
 applications), then the others in the usual order.
 
-Choices: reserved containers count as used and not as pending (:mod:`.reservations`), and
-are never selected (``ReservedContainerCandidatesSelector`` is off by default); there are
-no killable containers (lazy preemption is off by default);
+Choices: reserved containers count as used and not as pending (:mod:`.reservations`); a
+leaf that must give back first drops its reservations (``preemptFrom``: "first drop
+reserved containers", ``KILL_RESERVED_CONTAINER``, at once and counted against what is
+to obtain), newest first, then selects running containers; there are no killable
+containers (lazy preemption is off by default);
 AM containers are never selected (Hadoop takes them last, only while the leaf's AMs exceed
 its AM share); pending demand is what the caller counts (:mod:`.pending`: active
 applications, within user limits).
@@ -82,14 +84,15 @@ def _fits(c: np.ndarray, room: np.ndarray, rc: Calculator) -> bool:
 
 
 def select(amount: np.ndarray, order: np.ndarray, size: np.ndarray, is_am: np.ndarray,
-           budget: np.ndarray, rc: Calculator) -> list[int]:
+           budget: np.ndarray, rc: Calculator, left_out: list | None = None) -> list[int]:
     """Containers (positions in ``order``) selected to give back ``amount`` (one leaf).
 
     ``order`` lists the leaf's running containers in preemption order, ``size`` their
     resources; ``budget`` is what is left of the round's total preemption allowance (updated
     in place).  As ``tryPreemptContainerAndDeductResToObtain``: resources with nothing to
     obtain do not count, a container is taken only if it fits the budget and lowers some
-    resource still to obtain, and selection stops once nothing is left.
+    resource still to obtain, and selection stops once nothing is left.  ``left_out``, when
+    given, receives what is still to obtain afterwards.
     """
     left = np.where(amount == 0, -TOL * np.where(rc.base > 0, rc.base, 1.0), amount)
     chosen: list[int] = []
@@ -104,6 +107,8 @@ def select(amount: np.ndarray, order: np.ndarray, size: np.ndarray, is_am: np.nd
         left = after
         budget -= size[i]
         chosen.append(i)
+    if left_out is not None:
+        left_out.append(np.where(left < 0, 0.0, left))
     return chosen
 
 
@@ -116,7 +121,9 @@ class PartitionRound:
     ``ignore``: per running container, whether it was placed ignoring exclusivity;
     ``pending``: (n_leaves, 3) pending demand per leaf as the monitor counts it
     (:mod:`.pending`), instead of the sum of the requests ``pend``; ``reserved``: (n_leaves,
-    3) reserved containers, counted as used (:mod:`.reservations`).
+    3) reserved containers, counted as used (:mod:`.reservations`); ``held_leaf``,
+    ``held_req``, ``held_row``: each reservation's leaf position, size and task row, dropped
+    first when its leaf must give back (``FifoCandidatesSelector.preemptFrom``).
     """
 
     cluster: np.ndarray
@@ -127,6 +134,9 @@ class PartitionRound:
     ignore: np.ndarray | None = None
     pending: np.ndarray | None = None
     reserved: np.ndarray | None = None
+    held_leaf: np.ndarray | None = None
+    held_req: np.ndarray | None = None
+    held_row: np.ndarray | None = None
 
 
 class PreemptionTimer:
@@ -142,6 +152,7 @@ class PreemptionTimer:
         self.s = settings
         self.next_s = 0.0
         self.marked: dict[int, tuple[float, float]] = {}
+        self.dropped: list[int] = []  # task rows whose reservation the last round dropped
         self.paths = tree.leaf_paths_matrix().T.astype(np.float64)
         self.prio = np.array([tree.prop(i, "priority", 0) for i in range(tree.n_queues)])
 
@@ -211,9 +222,22 @@ class PreemptionTimer:
             for pos, q in enumerate(self.tree.leaves.tolist()):
                 if not amount[q].any() or not positive(amount[q], rc.base, rc.dominant):
                     continue
+                want = amount[q]
+                if part.held_leaf is not None and (part.held_leaf == pos).any():
+                    # "first drop reserved containers": unreserved now, no wait
+                    mine = np.flatnonzero(part.held_leaf == pos)
+                    mine = mine[np.argsort(-part.held_row[mine], kind="stable")]
+                    left: list[np.ndarray] = []
+                    gone = select(want, mine, part.held_req, np.zeros(len(part.held_req), bool),
+                                  budget, rc, left)
+                    self.dropped.extend(part.held_row[gone].tolist())
+                    want = left[0]
+                    if not positive(want, rc.base, rc.dominant):
+                        continue
                 order = self._order(part, pos, run, run_leaf, rows, job, first_seen)
-                chosen.update(select(amount[q], order, run_req, is_am, budget, rc))
+                chosen.update(select(want, order, run_req, is_am, budget, rc))
         if self.s.observe_only:  # "return before any action is taken"
+            self.dropped.clear()
             return np.zeros(0, dtype=np.int64)
         return self._mark_or_kill(now, rows, np.asarray(run.start_s), sorted(chosen))
 

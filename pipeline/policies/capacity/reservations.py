@@ -37,9 +37,10 @@ Choices (YARN's node is the one heartbeating; a scheduling point here sees every
   or else on any node without a reservation that fits it, which releases the
   reservation (``reservations-continue-look-all-nodes``, true by default), before the
   assignment order is followed.
-- A reservation is dropped when its request is no longer pending, its node is down, or
-  its application may not start now (AM or application limits: kept, it would hold a
-  node that nothing may use).
+- A reservation is dropped when its request is no longer pending, its node is down, its
+  application may not start now (AM or application limits: kept, it would hold a node
+  that nothing may use), or the preemption monitor drops it (a leaf that must give back
+  loses its reservations first, :mod:`.preemption`).
 - With node heartbeats (delay scheduling, :mod:`.offers`) or node labels, reservations are
   not modelled.
 """
@@ -83,6 +84,13 @@ class Reservations:
         self.made = 0  # reservations made, for the report
         # the room a node needs to be offered at all: the minimum allocation
         self.minimum = np.where(np.asarray(minimum[:2]) > 0, minimum[:2], 1e-9)
+
+    def drop(self, rows: list[int]) -> None:
+        """Release the reservations of task ``rows`` (the preemption monitor dropped them)
+        and empty ``rows``."""
+        for r in rows:
+            self.node_of.pop(r, None)
+        rows.clear()
 
     def _open(self, index: NodeIndex, nodes: NodeView) -> np.ndarray:
         """Per node: up, not reserved, with at least the minimum allocation free."""
