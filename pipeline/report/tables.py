@@ -141,6 +141,8 @@ COLUMNS: dict[str, tuple[str, Format]] = {
     "data_read_rack_gb": ("Read via rack switch (GiB)", gib),
     "solver_ms_p50": ("Solver time p50 (ms)", lambda v: _num(v)),
     "solver_ms_p99": ("Solver time p99 (ms)", lambda v: _num(v)),
+    "solver_rounds": ("Flow rounds", count),
+    "solver_arcs_p50": ("Arcs per round (p50)", count),
     "bin": ("Job size (tasks with input)", text),
     "jobs": ("Jobs", count),
     "tasks_with_inputs": ("Tasks with input", count),

@@ -49,6 +49,7 @@ metric_columns as (
         max(value) filter (where metric = 'preemptions_per_task_max')
             as preemptions_per_task_max,
         max(value) filter (where metric = 'solver_rounds')       as solver_rounds,
+        max(value) filter (where metric = 'solver_arcs_p50')     as solver_arcs_p50,
         max(value) filter (where metric = 'solver_ms_p50')       as solver_ms_p50,
         max(value) filter (where metric = 'solver_ms_p99')       as solver_ms_p99
     from metrics
