@@ -36,8 +36,9 @@ trace's units; node arrays are indexed by *node slot* ``0..n_nodes-1``, fixed fo
     ``recorded_start_s`` (where and when the trace ran it: -1 / NaN where not recorded).
 ``view.running`` (:class:`RunningView`, only built for policies with ``needs_running =
     True``): the running containers with ``node``, ``req``, ``used``, ``user``, ``queue``,
-    ``job``, ``priority``, ``start_s``, ``progress`` (fraction of work done), ``attempts``
-    and ``row`` (the task's trace row, a stable identity across calls).
+    ``job``, ``priority``, ``start_s``, ``progress`` (fraction of work done), ``attempts``,
+    ``row`` (the task's trace row, a stable identity across calls), and as when pending
+    ``ready_s``, ``inputs`` (with its CSR form) and ``input_mb``.
 
 What a policy returns (:class:`Decisions`; index arrays are int64):
 
@@ -174,39 +175,12 @@ class _TaskColumns:
         """The task's row in the trace: a stable identity across calls."""
         return self._take("row")
 
-
-class PendingView(_TaskColumns):
-    """Pending requests in queue order; each attribute is gathered on first access."""
-
-    def __init__(self, now: float, slots: np.ndarray, table: object,
-                 req: np.ndarray | None = None) -> None:
-        self.now = now
-        self._slots = slots
-        self._t = table
-        if req is not None:  # the core keeps requests in queue order already
-            self.__dict__["req"] = req
-
-    @cached_property
-    def submit_s(self) -> np.ndarray:
-        return self._take("submit")
-
+    # Columns both views have: a running task's are those it had while pending (a policy
+    # that weighs running work, e.g. Quincy's running arcs, reads them here).
     @cached_property
     def ready_s(self) -> np.ndarray:
+        """When each task became ready (submit, or its last parent's end)."""
         return self._take("ready")
-
-    @cached_property
-    def wait_s(self) -> np.ndarray:
-        return readonly(self.now - self.ready_s)
-
-    @cached_property
-    def recorded_node(self) -> np.ndarray:
-        """Node slot the trace ran the task on (-1: not recorded, or not a node here)."""
-        return self._take("recorded_node")
-
-    @cached_property
-    def recorded_start_s(self) -> np.ndarray:
-        """When the trace started the task (NaN: not recorded)."""
-        return self._take("recorded_start")
 
     @cached_property
     def inputs(self) -> np.ndarray:
@@ -233,6 +207,35 @@ class PendingView(_TaskColumns):
     @property
     def inputs_node(self) -> np.ndarray:
         return self._csr[1]
+
+class PendingView(_TaskColumns):
+    """Pending requests in queue order; each attribute is gathered on first access."""
+
+    def __init__(self, now: float, slots: np.ndarray, table: object,
+                 req: np.ndarray | None = None) -> None:
+        self.now = now
+        self._slots = slots
+        self._t = table
+        if req is not None:  # the core keeps requests in queue order already
+            self.__dict__["req"] = req
+
+    @cached_property
+    def submit_s(self) -> np.ndarray:
+        return self._take("submit")
+
+    @cached_property
+    def wait_s(self) -> np.ndarray:
+        return readonly(self.now - self.ready_s)
+
+    @cached_property
+    def recorded_node(self) -> np.ndarray:
+        """Node slot the trace ran the task on (-1: not recorded, or not a node here)."""
+        return self._take("recorded_node")
+
+    @cached_property
+    def recorded_start_s(self) -> np.ndarray:
+        """When the trace started the task (NaN: not recorded)."""
+        return self._take("recorded_start")
 
 
 class RunningView(_TaskColumns):

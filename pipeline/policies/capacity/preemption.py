@@ -222,24 +222,30 @@ class PreemptionTimer:
             for pos, q in enumerate(self.tree.leaves.tolist()):
                 if not amount[q].any() or not positive(amount[q], rc.base, rc.dominant):
                     continue
-                want = amount[q]
-                if part.held_leaf is not None and (part.held_leaf == pos).any():
-                    # "first drop reserved containers": unreserved now, no wait
-                    mine = np.flatnonzero(part.held_leaf == pos)
-                    mine = mine[np.argsort(-part.held_row[mine], kind="stable")]
-                    left: list[np.ndarray] = []
-                    gone = select(want, mine, part.held_req, np.zeros(len(part.held_req), bool),
-                                  budget, rc, left)
-                    self.dropped.extend(part.held_row[gone].tolist())
-                    want = left[0]
-                    if not positive(want, rc.base, rc.dominant):
-                        continue
+                want = self._drop_reserved(part, pos, amount[q], budget, rc)
+                if not positive(want, rc.base, rc.dominant):
+                    continue
                 order = self._order(part, pos, run, run_leaf, rows, job, first_seen)
                 chosen.update(select(want, order, run_req, is_am, budget, rc))
         if self.s.observe_only:  # "return before any action is taken"
             self.dropped.clear()
             return np.zeros(0, dtype=np.int64)
         return self._mark_or_kill(now, rows, np.asarray(run.start_s), sorted(chosen))
+
+    def _drop_reserved(self, part: PartitionRound, pos: int, want: np.ndarray,
+                       budget: np.ndarray, rc: Calculator) -> np.ndarray:
+        """``preemptFrom``'s "first drop reserved containers": leaf ``pos``'s reservations,
+        newest first, are dropped at once (recorded in ``dropped``) while something is
+        still to obtain; returns what is left to obtain from running containers."""
+        if part.held_leaf is None or not (part.held_leaf == pos).any():
+            return want
+        mine = np.flatnonzero(part.held_leaf == pos)
+        mine = mine[np.argsort(-part.held_row[mine], kind="stable")]
+        left: list[np.ndarray] = []
+        gone = select(want, mine, part.held_req, np.zeros(len(part.held_req), bool), budget,
+                      rc, left)
+        self.dropped.extend(part.held_row[gone].tolist())
+        return left[0]
 
     def _mark_or_kill(self, now: float, rows: np.ndarray, start: np.ndarray,
                       chosen: list[int]) -> np.ndarray:

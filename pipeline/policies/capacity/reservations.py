@@ -81,7 +81,6 @@ class Reservations:
 
     def __init__(self, minimum: np.ndarray) -> None:
         self.node_of: dict[int, int] = {}
-        self.made = 0  # reservations made, for the report
         # the room a node needs to be offered at all: the minimum allocation
         self.minimum = np.where(np.asarray(minimum[:2]) > 0, minimum[:2], 1e-9)
 
@@ -92,9 +91,9 @@ class Reservations:
             self.node_of.pop(r, None)
         rows.clear()
 
-    def _open(self, index: NodeIndex, nodes: NodeView) -> np.ndarray:
-        """Per node: up, not reserved, with at least the minimum allocation free."""
-        room = nodes.cap[:, :2] - index.alloc[:, :2]
+    def _open(self, index: NodeIndex, nodes: NodeView, room: np.ndarray) -> np.ndarray:
+        """Per node: up, not reserved, with at least the minimum allocation free
+        (``room``: each node's free cpu and memory)."""
         ok = (nodes.state == 2) & (room >= self.minimum).all(axis=1)
         if self.node_of:
             ok[np.fromiter(self.node_of.values(), dtype=np.int64)] = False
@@ -126,12 +125,7 @@ class Reservations:
         done = index.place_on(nodes, fit, node, order)
         wait = np.setdiff1d(order, done)
         if len(wait):  # reservations-continue-look-all-nodes: any other node that fits
-            hidden = np.fromiter(self.node_of.values(), dtype=np.int64)
-            index.hide(nodes, hidden)
-            try:
-                got, where = index.place(nodes, np.ascontiguousarray(fit[wait]), None, False)
-            finally:
-                index.show(nodes, hidden)
+            got, where = self._place_unreserved(index, nodes, fit[wait])
             node[wait[got]] = where
             done = np.concatenate([done, wait[got]])
             wait = np.delete(wait, got)
@@ -144,27 +138,32 @@ class Reservations:
         """Place ``order`` (positions, in assignment order; ``fit``/``rows``: their room
         needed and task rows) on the nodes without a reservation; each one that fits
         nowhere reserves a node.  Returns the placed positions and their nodes."""
-        hidden = np.fromiter(self.node_of.values(), dtype=np.int64, count=len(self.node_of))
-        index.hide(nodes, hidden)
-        try:
-            placed, node = index.place(nodes, np.ascontiguousarray(fit), None, False)
-        finally:
-            index.show(nodes, hidden)
+        placed, node = self._place_unreserved(index, nodes, fit)
         if len(placed) < len(order):
             mask = np.ones(len(order), dtype=bool)
             mask[placed] = False
             self._reserve(index, nodes, rows[mask], fit[mask])
         return order[placed], node
 
+    def _place_unreserved(self, index: NodeIndex, nodes: NodeView, fit: np.ndarray,
+                          ) -> tuple[np.ndarray, np.ndarray]:
+        """``index.place`` of the rows of ``fit`` (in order) on nodes without a reservation."""
+        hidden = np.fromiter(self.node_of.values(), dtype=np.int64, count=len(self.node_of))
+        index.hide(nodes, hidden)
+        try:
+            return index.place(nodes, np.ascontiguousarray(fit), None, False)
+        finally:
+            index.show(nodes, hidden)
+
     def _reserve(self, index: NodeIndex, nodes: NodeView, rows: np.ndarray,
                  fit: np.ndarray) -> None:
         """Reserve a node for each request (task ``rows``, room ``fit``), in order, while
         nodes are left."""
-        room = nodes.cap - index.alloc
-        cand = np.flatnonzero(self._open(index, nodes))
+        room = nodes.cap[:, :2] - index.alloc[:, :2]
+        cand = np.flatnonzero(self._open(index, nodes, room))
         if not len(cand):
             return
-        share = room[cand, :2] / np.where(nodes.cap[cand, :2] > 0, nodes.cap[cand, :2], 1.0)
+        share = room[cand] / np.where(nodes.cap[cand, :2] > 0, nodes.cap[cand, :2], 1.0)
         cand = cand[np.lexsort((cand, -share.sum(axis=1)))]  # most free room first
         cap = nodes.cap[cand].tolist()
         taken = [False] * len(cand)
@@ -183,7 +182,6 @@ class Reservations:
                 continue
             taken[k] = True
             self.node_of[int(rows[i])] = int(cand[k])
-            self.made += 1
             while first < len(cand) and taken[first]:
                 first += 1
             if first == len(cand):

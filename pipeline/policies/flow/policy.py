@@ -52,9 +52,8 @@ from pipeline.policies.flow.costs import (
     waiting_int,
 )
 from pipeline.policies.flow.slots import SlotSample, fit_in_order, machine_capacity, slot_sizes
-from pipeline.policies.flow.state import RoundStats, RunningStore
+from pipeline.policies.flow.state import RoundStats
 from pipeline.sim.interface import ClusterInfo, Decisions, PendingView, SchedView
-from pipeline.sim.tasks import INPUT_WIDTH
 
 WAKE_MARGIN_S = 1e-6  # wake just after a waiting cost overtakes a placement cost
 SUBSTITUTE_TRIES = 4  # substitutes tried per placement kept back (bounds the search)
@@ -109,7 +108,6 @@ class Quincy(PolicyBase):
                       np.array([self.slot_cpu or 0.0, self.slot_mem or 0.0]))
         self.sample_ = SlotSample()
         self.topo_: Topology | None = None
-        self.store_ = RunningStore(INPUT_WIDTH)
         self.prior_run_s_: dict[int, float] = {}
         self.stats_ = RoundStats()
         self.last_round_ = -np.inf
@@ -232,13 +230,16 @@ class Quincy(PolicyBase):
         assert run is not None and self.topo_ is not None
         rows = np.asarray(run.row, np.int64)[run_idx]
         node = np.asarray(run.node, np.int64)[run_idx]
-        inputs, mb, nu = self.store_.gather(rows)
-        a = task_arcs(inputs, mb, self.topo_, self.model_)
+        start = np.asarray(run.start_s)[run_idx]
+        # nu frozen at the start: what it had waited then, earlier runs taken off
+        nu = start - np.asarray(run.ready_s)[run_idx] - self._prior(rows)
+        a = task_arcs(np.asarray(run.inputs)[run_idx], np.asarray(run.input_mb)[run_idx],
+                      self.topo_, self.model_)
         parts = self._pending_arcs(a, nu, job_of)
         own = a.m_node == node[a.m_task]
         parts[3] = tuple(x[~own] for x in parts[3])
         tasks = np.arange(len(rows), dtype=np.int64)
-        theta = self._prior(rows) + (view.now - np.asarray(run.start_s)[run_idx])
+        theta = self._prior(rows) + (view.now - start)
         gamma = a.cost_on(tasks, node, self.topo_, self.model_)
         parts.append((tasks, _kind(len(tasks), nw.TO_MACHINE), node,
                       to_int(gamma - theta) - 1))
@@ -280,8 +281,6 @@ class Quincy(PolicyBase):
         by_queue = np.argsort(go, kind="stable")
         go, at = go[by_queue], at[by_queue]
         self.stats_.placed += len(go)
-        if self.preemptive_:
-            self._remember(view, pend.elig[go], pend.nu[go])
         wake = self._wake(view.now, pend, dest[:n_p] < 0, left, net.agg_of)
         return Decisions(place_req=pend.elig[go].astype(np.int64), place_node=at,
                          preempt=preempt.astype(np.int64), wake_at_s=wake)
@@ -296,14 +295,6 @@ class Quincy(PolicyBase):
         ran = view.now - np.asarray(run.start_s)[idx]
         for row, seconds in zip(rows.tolist(), ran.tolist(), strict=True):
             self.prior_run_s_[row] = self.prior_run_s_.get(row, 0.0) + seconds
-
-    def _remember(self, view: SchedView, idx: np.ndarray, nu: np.ndarray) -> None:
-        """Store the inputs and waits of the tasks placed now (QFP: they join the network
-        as running tasks next round)."""
-        pend, run = view.pending, view.running
-        assert run is not None
-        self.store_.update(np.asarray(run.row, np.int64), np.asarray(pend.row, np.int64)[idx],
-                           np.asarray(pend.inputs)[idx], np.asarray(pend.input_mb)[idx], nu)
 
     def _wake(self, now: float, pend: RoundPending, waiting: np.ndarray, left: np.ndarray,
               agg_of: np.ndarray) -> float | None:
