@@ -94,11 +94,17 @@ def generate(
     burst_hours: Annotated[float, typer.Option(help="google2011: how long it lasts.")] = 3.0,
     burst_user: Annotated[str, typer.Option(
         help="google2011: the bursting user's name (default: the most active user).")] = "",
+    usage: Annotated[bool, typer.Option(
+        "--usage/--no-usage",
+        help="google2011: also write task_usage/ parts (measured usage per 5-minute window, "
+             "shaped over each task's run).")] = False,
 ) -> None:
     """Write a synthetic trace in the raw published layout of FMT, shaped on the real trace."""
     from pipeline.generate import generate as run_generate
 
     options: dict[str, Any] = {"load": load}
+    if usage:  # formats without usage series refuse it (one line naming --usage)
+        options["usage"] = True
     if burst_load != 0:  # (a negative one is refused with the reason)
         options.update(burst_load=burst_load, burst_start_h=burst_start_h,
                        burst_hours=burst_hours, burst_user=burst_user)

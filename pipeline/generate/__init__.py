@@ -54,6 +54,11 @@ def generate(out: Path, fmt: str, machines: int = 200, hours: float = 24.0, seed
     accepted = set(inspect.signature(GENERATORS[fmt]).parameters) - {"out", "machines",
                                                                       "hours", "seed"}
     unknown = sorted(set(options) - accepted)
+    if "usage" in unknown:
+        supported = ", ".join(f for f, g in sorted(GENERATORS.items())
+                              if "usage" in inspect.signature(g).parameters)
+        raise UsageError(f"{fmt} has no usage series to generate (--usage works with: "
+                         f"{supported})", field="--usage")
     if unknown:
         raise UsageError(f"{fmt} takes no option {', '.join(unknown)} "
                          f"(options: {', '.join(sorted(accepted))})")

@@ -3,7 +3,9 @@
 Files (columns and codes of the trace's ``schema.csv``; gz CSV, no header, empty = absent):
 ``machine_events/part-00000-of-00001.csv.gz``, ``job_events/`` and ``task_events/`` parts
 ``part-NNNNN-of-MMMMM.csv.gz`` split by time (part n ends before part n+1 starts, rows sorted
-by time), and with ``usage=True`` ``task_usage/`` parts of 5-minute measurement windows.
+by time), and with ``usage=True`` ``task_usage/`` parts of 5-minute measurement windows
+(usage shaped over each run: :mod:`pipeline.generate.usage`; only the usage random stream
+draws them, so every other table is byte-identical with and without usage).
 Times are integer microseconds, 600 s after 0; rows stamped 0 describe the cell as the window
 opened (SUBMIT rows naming the machine of tasks already running, then their SCHEDULE rows).
 
@@ -31,6 +33,7 @@ import polars as pl
 from isal import igzip
 
 from pipeline.generate import shapes as sh
+from pipeline.generate import usage as gu
 from pipeline.generate.burst import Burst
 
 WINDOW_OFFSET_US = 600_000_000
@@ -51,7 +54,7 @@ TASK_COLUMNS = ("time", "missing", "job", "index", "machine", "type", "user", "s
 JOB_COLUMNS = ("time", "missing", "job", "type", "user", "sched_class", "name", "logical")
 INTERVALS = {"uid": pl.Int64, "job": pl.Int64, "index": pl.Int64, "machine": pl.Int64,
              "start": pl.Float64, "end": pl.Float64, "cpu": pl.Float64, "mem": pl.Float64,
-             "cpu_frac": pl.Float64, "mem_frac": pl.Float64}
+             "cpu_frac": pl.Float64, "mem_frac": pl.Float64, "cpu_ar": pl.Float64}
 ENDS = (sh.FINISH, sh.KILL, sh.LOST)
 
 
@@ -463,28 +466,42 @@ class _Generator:
             "cpu": self.cpu_val[jobs.requests[0][j]], "mem": self.mem_val[jobs.requests[1][j]],
             "cpu_frac": sh.usage_fractions(self.rng_usage, t.size),
             "mem_frac": sh.usage_fractions(self.rng_usage, t.size),
+            "cpu_ar": np.full(t.size, np.nan),  # the CPU walk's state (no window yet)
         })
 
-    def _usage_rows(self, iv: pl.DataFrame, lo: float, hi: float) -> pl.DataFrame:
-        """task_usage rows of the 5-minute windows starting in ``[lo, hi)``."""
-        row, ws, we = sh.measurement_windows(iv["start"].to_numpy(), iv["end"].to_numpy(),
-                                             lo, hi, USAGE_PERIOD_S)
+    def _usage_rows(self, iv: pl.DataFrame, lo: float, hi: float
+                    ) -> tuple[pl.DataFrame, np.ndarray]:
+        """task_usage rows of the 5-minute windows starting in ``[lo, hi)``, and each
+        interval's CPU walk state after them (shapes: :mod:`pipeline.generate.usage`)."""
+        start = iv["start"].to_numpy()
+        row, ws, we = sh.measurement_windows(start, iv["end"].to_numpy(), lo, hi, USAGE_PERIOD_S)
         rng, n = self.rng_usage, row.size
-        cpu = iv["cpu"].to_numpy()[row] * iv["cpu_frac"].to_numpy()[row] * rng.uniform(0.8, 1.2, n)
-        mem = iv["mem"].to_numpy()[row] * iv["mem_frac"].to_numpy()[row] * rng.uniform(
-            0.95, 1.05, n)
+        walk, state = gu.cpu_walk(rng, row, iv["cpu_ar"].to_numpy())
+        machine = iv["machine"].to_numpy()[row]
+        cpu = np.minimum(iv["cpu"].to_numpy()[row] * iv["cpu_frac"].to_numpy()[row] * walk,
+                         self._machine_cpu(machine))
+        mem_req = iv["mem"].to_numpy()[row]
+        mem = np.minimum(mem_req * iv["mem_frac"].to_numpy()[row] * gu.mem_profile(
+            rng, (ws + we) / 2 - start[row]), mem_req)
         empty = pl.repeat(None, n, dtype=pl.Float64, eager=True)
         rows = iv.select("job", "index", "machine", "uid")[row]
         return pl.DataFrame({
             "start": _us(ws), "end": _us(we), "job": rows["job"], "index": rows["index"],
             "machine": rows["machine"], "cpu_rate": _sig4(cpu), "canonical_mem": _sig4(mem),
             "assigned_mem": empty, "unmapped_page_cache": empty, "total_page_cache": empty,
-            "max_mem": _sig4(mem * rng.uniform(1.0, 1.15, n)), "disk_io_time": empty,
-            "local_disk": empty, "max_cpu_rate": _sig4(cpu * rng.uniform(1.1, 1.8, n)),
+            "max_mem": _sig4(np.minimum(mem * rng.uniform(1.0, 1.05, n), mem_req)),
+            "disk_io_time": empty, "local_disk": empty,
+            "max_cpu_rate": _sig4(np.minimum(cpu * rng.uniform(1.1, 1.8, n),
+                                             self._machine_cpu(machine))),
             "max_disk_io_time": empty, "cpi": empty, "mai": empty, "sample_portion": empty,
             "aggregation_type": pl.repeat(None, n, dtype=pl.Int64, eager=True),
             "sampled_cpu": empty,
-        }).with_columns(tie=rows["uid"]).sort("start", "tie").drop("tie")
+        }).with_columns(tie=rows["uid"]).sort("start", "tie").drop("tie"), state
+
+    def _machine_cpu(self, machine_id: np.ndarray) -> np.ndarray:
+        """CPU capacity of each machine id (ids of the cluster)."""
+        order = np.argsort(self.machine_id)
+        return self.cpu[order[np.searchsorted(self.machine_id[order], machine_id)]]
 
     # --- writing --------------------------------------------------------------------------
 
@@ -508,8 +525,9 @@ class _Generator:
             files += self._write_part(out, p, pending)
             if self.usage:
                 lo, hi = self.bounds[p], self.bounds[p + 1]
-                files.append(self._write(out, "task_usage", p, self._usage_rows(running, lo, hi)))
-                running = running.filter(pl.col("end") > hi)
+                rows, state = self._usage_rows(running, lo, hi)
+                files.append(self._write(out, "task_usage", p, rows))
+                running = running.with_columns(cpu_ar=state).filter(pl.col("end") > hi)
         return {
             "format": "google2011", "machines": int(self.machine_id.size),
             "hours": self.window_s / 3600.0, "jobs": counts[0], "tasks": counts[1],

@@ -358,7 +358,8 @@ def usage_fractions(rng: np.random.Generator, n: int, low: float = 0.3,
                     high: float = 0.7) -> np.ndarray:
     """Mean usage as a fraction of the request: [A] uniform 30-70%.
 
-    [P] Measured CPU and memory usage stay well below the allocation in the Google trace.
+    [P] Measured CPU and memory usage stay well below the allocation in the Google trace
+    (Reiss et al., SoCC 2012).  The shape over a run: :mod:`pipeline.generate.usage`.
     """
     return rng.uniform(low, high, n)
 

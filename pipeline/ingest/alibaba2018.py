@@ -29,8 +29,12 @@ Mapping decisions (what, why):
   ``online``, ``cpu_request``/100 cores and ``mem_size``/100 (largest over its rows), end_event
   ``censored`` (services do not finish; the trace only shows them in that span).  A container
   with a single row (no span) runs to the window end (repair ``single_row_run_to_window_end``).
-- not read: ``machine_usage`` and ``container_usage`` (usage series; tasks carry mean usage
-  from ``batch_instance``), named in ``manifest.notes``.
+- usage: batch tasks carry ``cpu_avg``/``mem_avg`` of ``batch_instance`` as ``cpu_used``/
+  ``mem_used`` (the mean: the trace has no series per instance, only avg and max, so batch
+  tasks get no ``task_usage`` rows); ``container_usage`` (optional, read with
+  ``container_meta``) becomes the ``task_usage`` of the container tasks
+  (:mod:`pipeline.ingest.container_usage`).
+- not read: ``machine_usage`` (per machine, not per task), named in ``manifest.notes``.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
+from pipeline.ingest import container_usage as cu
 from pipeline.ingest import fuxi, fuxi_sql
 from pipeline.ingest.base import require_tables
 from pipeline.ingest.chunks import CHUNK_BYTES, iter_table, read_whole
@@ -84,8 +89,11 @@ NOTES = {
     "users": "not published: each job is its own user (user = job_id); queue 'batch' for "
              "batch jobs, 'online' for container app_du groups",
     "window_end_s": f"{WINDOW_END_S:.0f}: Running work is censored there (8-day window)",
-    "not_read": "machine_usage, container_usage (usage series; batch tasks carry mean usage "
-                "from batch_instance)",
+    "not_read": "machine_usage (per machine, not per task)",
+    "usage": "batch tasks: cpu_used/mem_used = cpu_avg/mem_avg of batch_instance (no series, "
+             "so no task_usage rows); containers: task_usage from container_usage "
+             "(percent of the container's request x its request; a sample holds until the "
+             "next one), see pipeline.ingest.container_usage",
     "machines": "added at the first USING row of machine_meta; rack = failure_domain_1",
     "containers": "one task per container_id from its first to last container_meta row "
                   "(single row: to the window end), job = app_du, end_event censored",
@@ -93,13 +101,13 @@ NOTES = {
 
 
 class Alibaba2018:
-    """Alibaba cluster-trace-v2018: machine_meta, batch_task, optional batch_instance and
-    container_meta."""
+    """Alibaba cluster-trace-v2018: machine_meta, batch_task, optional batch_instance,
+    container_meta and container_usage."""
 
     name: ClassVar[str] = "alibaba2018"
     summary: ClassVar[str] = "Alibaba cluster-trace-v2018 (4k machines, 8 days, batch DAGs)"
     tables: ClassVar[tuple[RawTable, ...]] = (
-        MACHINE_META, BATCH_TASK, BATCH_INSTANCE, CONTAINER_META,
+        MACHINE_META, BATCH_TASK, BATCH_INSTANCE, CONTAINER_META, cu.CONTAINER_USAGE,
     )
 
     def __init__(
@@ -116,13 +124,19 @@ class Alibaba2018:
         scratch, unsorted = out / "_scratch", out / "_unsorted_tasks"
         scratch.mkdir()
         unsorted.mkdir()
-        write_table(out, "machines", self._machines(src, ledger, manifest).to_arrow())
+        machines = self._machines(src, ledger, manifest)
+        write_table(out, "machines", machines.to_arrow())
         tasks = self._tasks(src, ledger, manifest, scratch, expanding=not with_instances)
         con = fuxi_sql.connect(scratch)
         try:
             self._batch(src, ledger, manifest, scratch, unsorted, con, tasks)
             if "container_meta" not in manifest.tables_absent:
                 self._containers(src, ledger, manifest, unsorted)
+                if "container_usage" not in manifest.tables_absent:
+                    self._container_usage(src, ledger, manifest, scratch, unsorted, out, con,
+                                          machines["cpu"].max())
+            elif "container_usage" not in manifest.tables_absent:
+                manifest.notes["container_usage"] = "not read: its tasks come from container_meta"
             fuxi_sql.write_jobs(con, unsorted, out, ledger, tasks["job_id"].n_unique())
         finally:
             con.close()
@@ -232,6 +246,21 @@ class Alibaba2018:
         tasks = container_tasks(rows, ledger, self.window_end_s)
         pq.write_table(conform(tasks.to_arrow(), "tasks").append_column(
             "queue", tasks["queue"].to_arrow()), unsorted / "containers.parquet")
+
+
+    def _container_usage(
+        self, src: Path, ledger: Ledger, manifest: Manifest, scratch: Path, unsorted: Path,
+        out: Path, con: duckdb.DuckDBPyConnection, max_cpu: float | None,
+    ) -> None:
+        """Container samples, block by block to scratch, then task_usage (in DuckDB)."""
+        (scratch / "cusage").mkdir()
+        files = []
+        for k, (file, frame) in enumerate(iter_table(src, cu.CONTAINER_USAGE, ledger,
+                                                     manifest.sources, self.chunk_bytes)):
+            files.append(scratch / "cusage" / f"part-{k:05d}.parquet")
+            cu.write_samples(frame, file, files[-1], ledger)
+        cu.write_task_usage(con, files, unsorted / "containers.parquet", out, ledger,
+                            None if max_cpu is None else float(max_cpu))
 
 
 def machine_table(rows: pl.DataFrame, ledger: Ledger) -> pl.DataFrame:

@@ -14,7 +14,10 @@ with one line naming the file, its row (1-based, within that Parquet file) and t
   or smaller than the row before (the replay streams tasks in submit order), ``depends_on``
   naming an unknown task or the task itself, ``inputs`` naming an unknown machine (unless
   the trace has no machines at all: a workload for an elastic cluster, where no input can be
-  local anyway), and dependency cycles (tasks that could never start).
+  local anyway), and dependency cycles (tasks that could never start);
+- a ``task_usage`` table breaking a rule of :mod:`pipeline.trace.usagecheck` (unknown task,
+  times outside the task's run, negative or non-finite usage, memory above the request, cpu
+  above the largest machine, overlaps, wrong order), checked in DuckDB (bounded memory).
 
 Memory: the ids named in ``depends_on`` and the dependency edges of those tasks (only they
 can be in a cycle), the machine ids, and 8 bytes per task for duplicate ids (a 64-bit hash
@@ -27,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import polars as pl
 import pyarrow as pa
@@ -37,6 +41,7 @@ from pipeline.errors import TraceError
 from pipeline.trace.cycles import find_cycles
 from pipeline.trace.idsets import HashSpool, UniqueStrings, id_hashes
 from pipeline.trace.io import has_table, part_files, read_table, table_path
+from pipeline.trace.usagecheck import first_violation, missing_columns, usage_rows
 
 BATCH_ROWS = 1 << 18
 
@@ -50,6 +55,8 @@ def quick_check(directory: Path) -> None:
         _check_downtime(directory, machine_ids)
     files = part_files(directory, "tasks")
     _check_tasks(files, _dependency_refs(files), machine_ids)
+    if has_table(directory, "task_usage"):
+        _check_usage(directory, files)
 
 
 # -- small tables -----------------------------------------------------------------------------
@@ -120,6 +127,30 @@ def _check_downtime(directory: Path, machine_ids: pl.Series) -> None:
          "names a machine that is not in machines"),
         ("up_s", (pl.col("up_s") < pl.col("down_s")).fill_null(False), "up_s is before down_s"),
     ], table_path(directory, "machine_downtime"))
+
+
+def _check_usage(directory: Path, task_files: list[Path]) -> None:
+    """Raise at the first ``task_usage`` row breaking one of its rules."""
+    usage_files = part_files(directory, "task_usage")
+    con = duckdb.connect()
+    try:
+        con.execute("SET memory_limit='1GB'")
+        con.execute("SET disabled_optimizers = 'filter_pushdown'")  # NaN hides from stats
+        try:
+            missing = missing_columns(con, usage_files)
+            if missing:
+                raise TraceError(f"missing required column {missing[0]}",
+                                 table_path(directory, "task_usage"), field=missing[0])
+            usage_rows(con, usage_files, task_files, part_files(directory, "machines"))
+        except duckdb.Error as exc:
+            raise TraceError(f"unreadable task_usage ({exc})".splitlines()[0],
+                             table_path(directory, "task_usage")) from None
+        found = first_violation(con)
+    finally:
+        con.close()
+    if found is not None:
+        rule, path, line, task_id = found
+        raise TraceError(f"{rule.reason} (task_id {task_id})", path, line=line, field=rule.field)
 
 
 # -- tasks ------------------------------------------------------------------------------------

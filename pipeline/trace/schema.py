@@ -17,6 +17,26 @@ otherwise; ``input_file`` names the (anonymized) input file a task reads where t
 shares inputs between jobs (SWIM FB-2010 paths), so the ``dfs`` model places one file once.
 ``machine_downtime`` is an optional table of intervals during which a machine was removed
 from the trace's cluster.
+
+``task_usage`` (optional) is a task's measured usage over its run, piecewise constant: each
+row says the task used ``cpu`` and ``mem`` (trace units, those of ``tasks.cpu``/``mem``) from
+``start_s`` to ``end_s``.  Conventions (checked by :mod:`pipeline.trace.validate`):
+
+- times are relative to the task's start: seconds of run time on a speed-1.0 machine from
+  the start of the run the ``tasks`` row describes (its recorded attempt), so
+  ``0 <= start_s < end_s <= duration_s`` (``USAGE_TOLERANCE`` relative).  A replay
+  that runs the task at another speed or time stretches and shifts the profile with it;
+- the segments of one task do not overlap; gaps are allowed (a replay uses the task's
+  ``cpu_used``/``mem_used`` there, else its request);
+- rows are ordered by their task's row position in ``tasks``, then ``start_s``, so a replay
+  reads them alongside the tasks;
+- ``cpu`` and ``mem`` are finite and >= 0; ``mem`` is at most the task's memory request
+  (a container above its memory limit is killed, e.g. by YARN's NodeManager, so usage above
+  the request cannot persist), ``cpu`` at most the largest machine's cpu (CPU is
+  compressible, so usage above the request is legitimate and kept).
+
+Adapters count what they repair or reject to get there (``outside_task_life``,
+``clipped_to_task_life``, ``mem_above_request_clipped``, ...; see each adapter).
 """
 
 from __future__ import annotations
@@ -89,11 +109,25 @@ MACHINE_DOWNTIME = pa.schema(
     ]
 )
 
+TASK_USAGE = pa.schema(
+    [
+        pa.field("task_id", pa.string(), nullable=False),
+        pa.field("start_s", pa.float64(), nullable=False),
+        pa.field("end_s", pa.float64(), nullable=False),
+        pa.field("cpu", pa.float64(), nullable=False),
+        pa.field("mem", pa.float64(), nullable=False),
+    ]
+)
+# Relative slack on the bounds end_s <= duration_s, mem <= request, cpu <= largest machine
+# (times and clipped values pass through float arithmetic).
+USAGE_TOLERANCE = 1e-6
+
 TABLES: dict[str, pa.Schema] = {
     "machines": MACHINES,
     "jobs": JOBS,
     "tasks": TASKS,
     "machine_downtime": MACHINE_DOWNTIME,
+    "task_usage": TASK_USAGE,
 }
 REQUIRED_TABLES = ("machines", "jobs", "tasks")
 
@@ -107,6 +141,7 @@ CONTRACT_COLUMNS: dict[str, tuple[str, ...]] = {
         "recorded_start_s",
     ),
     "machine_downtime": ("machine_id", "down_s", "up_s"),
+    "task_usage": ("task_id", "start_s", "end_s", "cpu", "mem"),
 }
 # Contract columns a user's trace may omit (filled with their default on read).
 DEFAULTS: dict[str, dict[str, object]] = {

@@ -3,6 +3,8 @@
 Checks run as SQL in DuckDB over the Parquet files, so they work in bounded memory on traces
 of any size.  Each failed check becomes a :class:`Problem` naming the table, the check, how
 many rows fail and one example; nothing is raised, so a user sees every problem at once.
+The optional ``task_usage`` table is checked against its rules in
+:mod:`pipeline.trace.usagecheck` (shared with the replay's quick check).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pipeline.trace.cycles import find_cycles
 from pipeline.trace.io import has_table, part_files
 from pipeline.trace.manifest import Manifest
 from pipeline.trace.schema import CONTRACT_COLUMNS, DEFAULTS, REQUIRED_TABLES, TABLES
+from pipeline.trace.usagecheck import USAGE_RULES, usage_rows
 
 
 @dataclass
@@ -105,6 +108,8 @@ def validate(directory: Path) -> Report:
     if set(REQUIRED_TABLES) <= present:
         _row_checks(con, report, present)
         _key_checks(con, report, present)
+        if "task_usage" in present:
+            _usage_checks(con, report, directory)
     _manifest_checks(directory, report)
     con.close()
     return report
@@ -211,6 +216,20 @@ def _key_checks(con: duckdb.DuckDBPyConnection, report: Report, present: set) ->
                        "USING (machine_id)")
         _count_problem(con, report, "machine_downtime", "up_s before down_s",
                        "SELECT machine_id FROM machine_downtime WHERE up_s < down_s")
+
+
+def _usage_checks(con: duckdb.DuckDBPyConnection, report: Report, directory: Path) -> None:
+    """Every rule of :mod:`pipeline.trace.usagecheck`: rows failing it, and the first one."""
+    files = {name: part_files(directory, name) if has_table(directory, name) else []
+             for name in ("task_usage", "tasks", "machines")}
+    table = usage_rows(con, files["task_usage"], files["tasks"], files["machines"])
+    for rule in USAGE_RULES:
+        n, example = con.execute(
+            f"SELECT count(*), arg_min('row ' || rn || ', task_id ' || coalesce(task_id, 'null'),"
+            f" rn) FROM {table} WHERE {rule.flag}").fetchall()[0]
+        if n:
+            report.problems.append(Problem("task_usage", f"{rule.field}: {rule.reason}", n,
+                                           example or ""))
 
 
 # Dependency edges coded as integers (sorted ids, so the example is deterministic).

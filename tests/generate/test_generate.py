@@ -247,13 +247,16 @@ def test_google_usage_stays_below_request(google: tuple[Path, dict]) -> None:
         f"c{k}" for k in range(13)]
     usage = _read(_parts(root, "task_usage"), names)
     requests = _read(_parts(root, "task_events"), TASK_COLS).group_by("job", "index").agg(
-        pl.col("cpu").max().alias("cpu_req"))
+        pl.col("cpu").max().alias("cpu_req"), pl.col("mem").max().alias("mem_req"))
     joined = usage.join(requests, on=["job", "index"])
     assert joined.height == usage.height > 0
     assert ((usage["end"] - usage["start"]) <= 300_000_000).all()
     assert ((usage["end"] - usage["start"]) > 0).all()
     ratio = (joined["cpu_rate"] / joined["cpu_req"]).drop_nans().drop_nulls()
-    assert 0.2 < ratio.median() < 0.8 and ratio.max() <= 0.9
+    # well below the request on the whole; CPU may pass it (compressible), memory never does
+    assert 0.2 < ratio.median() < 0.8 and ratio.quantile(0.99) < 1.6
+    mem_ratio = (joined["mem"] / joined["mem_req"]).drop_nans().drop_nulls()
+    assert 0.2 < mem_ratio.median() < 0.8 and mem_ratio.max() <= 1.0
 
 
 # --- published shapes -----------------------------------------------------------------

@@ -92,7 +92,7 @@ def test_accounting_and_manifest(full: tuple[Manifest, Path]) -> None:
     assert m.repaired["tasks"]["invalid_usage"] == 1
     assert m.dropped["jobs"] == {"no_task_emitted": 1}  # j_1005 only Waiting
     assert m.units["mem"].startswith("normalized") and m.notes["barrier_tasks"] == "1"
-    assert m.tables_absent == []
+    assert m.tables_absent == ["container_usage"]  # optional, not in the fixture set
 
 
 def test_golden_dag_on_instances(full: tuple[Manifest, Path]) -> None:
@@ -155,7 +155,7 @@ def test_containers_are_long_running_tasks(full: tuple[Manifest, Path]) -> None:
 
 def test_without_instances_tasks_expand(tmp_path: Path) -> None:
     m = ingest("alibaba2018", _src(tmp_path, "batch_task.csv"), tmp_path / "out")
-    assert m.tables_absent == ["batch_instance", "container_meta"]
+    assert m.tables_absent == ["batch_instance", "container_meta", "container_usage"]
     tasks = _tasks(tmp_path / "out")
     assert tasks.height == 38 + 1  # usable instances + one barrier (j_1004/M1)
     assert m.dropped["tasks"] == {"never_started": 3}
@@ -217,3 +217,37 @@ def test_truncated_gzip_chunk_is_a_clear_error(tmp_path: Path) -> None:
         _run(Alibaba2018(chunk_bytes=64), src, tmp_path / "out")
     assert "batch_instance.csv.gz" in str(err.value)
     assert not (tmp_path / "out").exists()
+
+
+def test_container_usage_becomes_task_usage(tmp_path: Path) -> None:
+    src = _src(tmp_path, *BATCH)
+    shutil.copy(ROOT / "tests" / "fixtures" / "alibaba2018-usage" / "container_usage.csv", src)
+    m = ingest("alibaba2018", src, tmp_path / "out")
+    usage = pl.read_parquet(tmp_path / "out" / "task_usage.parquet")
+    # percent of the container's request x the request (c_401: 4 cores, mem 0.0156);
+    # a sample holds until the next one, the last for the container's median gap
+    assert usage.select("task_id", "start_s", "end_s").rows() == [
+        ("c_401", 100.0, 110.0), ("c_401", 110.0, 120.0), ("c_401", 120.0, 130.0),
+        ("c_402", 1000.0, 1010.0), ("c_403", 0.0, 10.0), ("c_403", 10.0, 281891.0),
+    ]
+    assert usage["cpu"].to_list() == pytest.approx([2.0, 2.4, 1.6, 0.8, 4.0, 96.0])
+    assert usage["mem"].to_list() == pytest.approx(
+        [0.8 * 0.0156, 0.82 * 0.0156, 0.0156, 0.3 * 0.0156, 0.5 * 0.0313, 0.5 * 0.0313])
+    assert m.rows_rejected["container_usage"] == {
+        "missing_usage": 1, "negative_usage": 1, "outside_task_life": 1,
+        "overlapping_sample": 1, "unknown_task": 1,
+    }
+    assert m.rows_used["container_usage"] == 6 == m.rows["task_usage"]
+    assert m.repaired["task_usage"] == {"clipped_to_task_life": 2,
+                                        "cpu_above_machine_clipped": 1,
+                                        "mem_above_request_clipped": 1}
+    _balanced(m)
+    assert not usage["task_id"].str.contains("/").any()  # batch tasks: means only
+
+
+def test_container_usage_without_container_meta_is_not_read(tmp_path: Path) -> None:
+    src = _src(tmp_path, "batch_task.csv", "batch_instance.csv")
+    shutil.copy(ROOT / "tests" / "fixtures" / "alibaba2018-usage" / "container_usage.csv", src)
+    m = ingest("alibaba2018", src, tmp_path / "out")
+    assert "container_usage" not in m.input_rows and "task_usage" not in m.rows
+    assert "container_meta" in m.notes["container_usage"]

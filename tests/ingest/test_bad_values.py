@@ -123,7 +123,7 @@ def test_negative_usage_is_rejected(tmp_path: Path) -> None:
     write_part(src, "task_usage", [[us(2), us(9), 1, 0, 5, -0.1, 0.02] + [None] * 13,
                                    [us(2), us(9), 1, 1, 5, 0.1, 0.02] + [None] * 13])
     manifest = ingested("google2011", src, tmp_path / "out")
-    assert manifest.rows_rejected["task_usage"] == {"negative_value:cpu_rate": 1}
+    assert manifest.rows_rejected["task_usage"] == {"negative_usage": 1}
 
 
 def test_part_whose_every_row_is_rejected_is_counted(tmp_path: Path) -> None:

@@ -16,7 +16,9 @@ hash) from job_events, else from task_events (repair ``job_from_task_events``); 
 is the highest priority of the job's tasks (Google priorities are per task; 0-1 free,
 9-11 production); ``sched_class`` 0-3.  Machines: :mod:`.machines`.  Usage: ``cpu_used`` and
 ``mem_used`` are the time-weighted means of ``task_usage`` CPU rate and canonical memory usage
-over the task's 5-minute records (all incarnations of a task share them).
+over the task's 5-minute records (all incarnations of a task share them); the records also
+become the canonical ``task_usage`` table, each inside its incarnation's recorded run, times
+relative to its start (:mod:`.usage`, which lists what is clipped or rejected).
 
 Units: CPU and memory are normalized so the largest machine has 1.0 (not cores or bytes).
 """
@@ -35,6 +37,7 @@ from pipeline.ingest.base import require_tables
 from pipeline.ingest.csvparts import RawTable, iter_parts
 from pipeline.ingest.finalize import spill_connection, write_query
 from pipeline.ingest.google2011 import taskstate as ts
+from pipeline.ingest.google2011 import usage as us
 from pipeline.ingest.google2011.machines import (
     finish_machines,
     machine_events_frame,
@@ -75,15 +78,18 @@ class Google2011:
         manifest.units = dict(UNITS)
         manifest.time_origin = "2011-05-01T19:00:00-04:00 (trace timestamp 600 s)"
         scratch = out / "_scratch"
-        for sub in ("tasks", "jobs", "usage"):
+        for sub in ("tasks", "jobs", "usage", "samples"):
             (scratch / sub).mkdir(parents=True)
         stated = generated_window(src)
         window_end = _job_events(src, scratch / "jobs", ledger, manifest)
         seen, window_end = _task_events(src, scratch, ledger, manifest, window_end,
                                         stated[1] if stated else None)
-        _task_usage(src, scratch / "usage", ledger, manifest)
-        _machines(src, out, seen, ledger, manifest)
-        _finish(scratch, out, ledger)
+        _task_usage(src, scratch, ledger, manifest)
+        max_cpu = _machines(src, out, seen, ledger, manifest)
+        with_usage = "task_usage" not in manifest.tables_absent
+        _finish(scratch, out, ledger, max_cpu if with_usage else None, with_usage)
+        if with_usage:
+            manifest.notes["task_usage"] = us.NOTE
         set_window(manifest, src, 0.0, window_end,
                    "the span of the parts read: parts are split by time, so the last event "
                    "read ends it (29 days with every part)")
@@ -185,24 +191,16 @@ def _write_tasks(records: dict[str, np.ndarray], emitted: int, path: Path) -> in
     return emitted + n
 
 
-def _task_usage(src: Path, usage_dir: Path, ledger: Ledger, manifest: Manifest) -> None:
-    """Per part, sum usage x seconds per task (partial sums; reduced in :func:`_finish`)."""
+def _task_usage(src: Path, scratch: Path, ledger: Ledger, manifest: Manifest) -> None:
+    """Per part, partial sums for the means and the usable windows (reduced in _finish)."""
     for k, (_, frame) in enumerate(iter_parts(src, TASK_USAGE, ledger, manifest.sources)):
-        frame = frame.with_columns(dt=(pl.col("end") - pl.col("start")) / 1e6)
-        bad = ~(pl.col("dt") > 0) | (pl.col("end") >= TIME_AFTER_WINDOW)
-        n_bad = frame.select(bad.sum()).item()
-        ledger.reject("task_usage", "nonpositive_interval", int(n_bad))
-        frame = frame.filter(~bad)
-        ledger.use("task_usage", frame.height)
-        frame.group_by("job_id", "task_index").agg(
-            cpu_s=(pl.col("cpu_rate") * pl.col("dt")).sum(),
-            mem_s=(pl.col("canonical_mem") * pl.col("dt")).sum(),
-            cpu_dt=pl.col("dt").filter(pl.col("cpu_rate").is_not_null()).sum(),
-            mem_dt=pl.col("dt").filter(pl.col("canonical_mem").is_not_null()).sum(),
-        ).write_parquet(usage_dir / f"usage-{k:05d}.parquet")
+        us.reduce_part(frame, k, scratch, ledger)
 
 
-def _machines(src: Path, out: Path, seen: set[int], ledger: Ledger, manifest: Manifest) -> None:
+def _machines(
+    src: Path, out: Path, seen: set[int], ledger: Ledger, manifest: Manifest
+) -> float | None:
+    """Write machines (and downtime); return the largest machine's cpu (None: no machines)."""
     frames = [f for _, f in iter_parts(src, MACHINE_EVENTS, ledger, manifest.sources)]
     machines = downtime = None
     if frames:
@@ -214,6 +212,7 @@ def _machines(src: Path, out: Path, seen: set[int], ledger: Ledger, manifest: Ma
     if downtime is not None and not downtime.is_empty():
         downtime = downtime.with_columns(pl.col("machine_id").cast(pl.String))
         write_table(out, "machine_downtime", downtime.sort("machine_id", "down_s").to_arrow())
+    return float(table["cpu"].max()) if table.height else None
 
 
 # Incarnations of the same (job, index) are numbered in submit then emission order.
@@ -275,15 +274,13 @@ ORDER BY a.job_id
 """
 
 
-def _finish(scratch: Path, out: Path, ledger: Ledger) -> None:
-    """Reduce scratch parts into the canonical jobs and (submit-ordered) tasks tables."""
+def _finish(scratch: Path, out: Path, ledger: Ledger, max_cpu: float | None,
+            with_usage: bool) -> None:
+    """Reduce scratch parts into the canonical jobs, (submit-ordered) tasks and task_usage."""
     con = spill_connection(scratch)
     end_names = "[" + ", ".join(f"'{n}'" for n in ts.END_NAMES) + "]"
     paths = {"tasks": scratch / "tasks", "jobs": scratch / "jobs", "usage": scratch / "usage"}
-    if not any(paths["usage"].iterdir()):
-        pl.DataFrame(schema={"job_id": pl.Int64, "task_index": pl.Int64, "cpu_s": pl.Float64,
-                             "mem_s": pl.Float64, "cpu_dt": pl.Float64, "mem_dt": pl.Float64}
-                     ).write_parquet(paths["usage"] / "empty.parquet")
+    us.ensure_nonempty(scratch)
     jobs = pl.from_arrow(con.sql(JOBS_SQL.format(**paths)).to_arrow_table())
     ledger.repair("jobs", "job_from_task_events", int((~jobs["in_job_events"]).sum()))
     ledger.repair("jobs", "user_unknown", int(jobs["user_unknown"].sum()))
@@ -292,6 +289,8 @@ def _finish(scratch: Path, out: Path, ledger: Ledger) -> None:
     resubmitted = con.execute("SELECT count(*) FROM emitted WHERE incarnation > 0").fetchall()
     ledger.repair("tasks", "resubmitted_after_end", int(resubmitted[0][0]))
     write_query(con, TASKS_SQL.format(end_names=end_names, **paths), out, "tasks")
+    if with_usage:
+        us.place_samples(con, scratch / "samples", out, ledger, max_cpu)
     con.close()
 
 

@@ -1,7 +1,8 @@
 """The published tables of Google clusterdata-2011-2 (from the trace's ``schema.csv``).
 
 Timestamps and resource requests or usages are never negative in the published trace: a row
-with one below zero is rejected (``negative_value:FIELD``), not clamped.
+with one below zero is rejected (``negative_value:FIELD``; ``negative_usage`` for the usage
+fields ``cpu_rate`` and ``canonical_mem``, checked in :mod:`.usage`), not clamped.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ MACHINE_EVENTS = RawTable("machine_events", "machine_events/part-*.csv*", (
 TASK_USAGE = RawTable("task_usage", "task_usage/part-*.csv*", (
     Column("start", INT, True, nonnegative=True), Column("end", INT, True, nonnegative=True),
     Column("job_id", INT, True), Column("task_index", INT, True),
-    Column("machine_id", INT, True), Column("cpu_rate", FLOAT, nonnegative=True),
-    Column("canonical_mem", FLOAT, nonnegative=True), Column("assigned_mem", FLOAT),
+    Column("machine_id", INT, True), Column("cpu_rate", FLOAT),
+    Column("canonical_mem", FLOAT), Column("assigned_mem", FLOAT),
     Column("unmapped_page_cache", FLOAT), Column("total_page_cache", FLOAT),
     Column("max_mem", FLOAT), Column("disk_io_time", FLOAT), Column("local_disk", FLOAT),
     Column("max_cpu_rate", FLOAT), Column("max_disk_io_time", FLOAT), Column("cpi", FLOAT),
