@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.errors import UsageError
-from pipeline.policies.base import Param, PolicyBase, PreemptionProfile, resolve_params
+from pipeline.policies import opportunistic as opp_layer
+from pipeline.policies.base import Param, PolicyBase, PreemptionProfile
+from pipeline.policies.base import resolve_params as _resolve_own
 from pipeline.policies.capacity import CapacityScheduler
 from pipeline.policies.drf import DominantResourceFairness
 from pipeline.policies.fair import FairScheduler
@@ -38,10 +40,26 @@ def policy_class(name: str) -> type[PolicyBase]:
     return POLICIES[name]
 
 
-def make_policy(name: str, params: Mapping[str, Any] | None = None) -> PolicyBase:
-    """A new policy ``name`` with ``params`` checked, typed and defaults filled in."""
+def resolve_params(cls: type[PolicyBase], raw: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``raw`` checked and typed: the policy's own parameters (defaults filled in) and, when
+    any is given, the opportunistic layer's ``opp_*`` ones (:mod:`.opportunistic`)."""
+    own, layer = opp_layer.split(raw)
+    return {**_resolve_own(cls, own), **opp_layer.resolve(cls.name, layer)}
+
+
+def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Any:
+    """A new policy ``name`` with ``params`` checked, typed and defaults filled in; wrapped
+    in the opportunistic layer when ``opp_by`` asks for opportunistic containers."""
     cls = policy_class(name)
-    return cls(**resolve_params(cls, params))
+    resolved = resolve_params(cls, params)
+    own, layer = opp_layer.split(resolved)
+    policy = cls(**own)
+    if layer and layer.get("opp_by", "none") != "none":
+        if cls.reference:
+            raise UsageError(f"policy '{name}' replays the trace's own placements and cannot "
+                             "take opportunistic containers")
+        return opp_layer.Opportunistic(policy, layer)
+    return policy
 
 
 def describe_policies() -> list[dict[str, Any]]:
@@ -58,4 +76,11 @@ def describe_policies() -> list[dict[str, Any]]:
             ],
         }
         for name, cls in POLICIES.items()
-    ]
+    ] + [{
+        "name": "opp_* (any policy)",
+        "summary": "opportunistic containers and over-allocation layered on the policy",
+        "source": "Hadoop 3.3 OpportunisticContainers.md, NodeQueueLoadMonitor, "
+                  "ContainerScheduler; YARN-1011 branch (over-allocation)",
+        "params": [{"name": key, "default": p.default, "type": p.kind.__name__, "help": p.help}
+                   for key, p in opp_layer.OPP_PARAMS.items()],
+    }]

@@ -20,7 +20,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.sim.tasks import LOCALITIES, OUTCOMES, RecordChunk
+from pipeline.sim.tasks import (
+    EXTRA_NAMES,
+    LOCALITIES,
+    OUTCOMES,
+    X_MEASURED,
+    X_OPP,
+    X_USED_CPU_S,
+    X_USED_MEM_S,
+    RecordChunk,
+)
 
 TASK_RUNS = "task_runs.parquet"
 NODE_INTERVALS = "node_intervals.parquet"
@@ -117,7 +126,21 @@ def task_runs_batches(identities: Iterator[tuple[int, pa.Table]], store: RecordS
             "wasted_s": rec["wasted"], "remaining_s": _nullable(rec["remaining"]),
             "censored": pc.fill_null(pc.equal(ident["end_event"], "censored"), False),
             "read_rack_mb": rec["read"][:, 0], "read_core_mb": rec["read"][:, 1],
+            **_extra_columns(rec["extra"]),
         }, schema=WRITE_SCHEMA)
+
+
+def _extra_columns(extra: np.ndarray) -> dict[str, Any]:
+    """The opportunistic-container counts and the usage integrals of the records."""
+    measured = extra[:, X_MEASURED] > 0
+    cols: dict[str, Any] = {"opportunistic": extra[:, X_OPP] > 0}
+    for name in ("opp_starts", "opp_kills", "opp_pauses", "opp_shed"):
+        cols[name] = extra[:, EXTRA_NAMES.index(name)].astype(np.int32)
+    for name in ("opp_queue_s", "opp_wasted_s"):
+        cols[name] = extra[:, EXTRA_NAMES.index(name)]
+    cols["used_cpu_s"] = pa.array(extra[:, X_USED_CPU_S], mask=~measured)
+    cols["used_mem_s"] = pa.array(extra[:, X_USED_MEM_S], mask=~measured)
+    return cols
 
 
 def write_task_runs(batches: Iterator[pa.Table], out: Path) -> int:
@@ -143,7 +166,14 @@ TASK_RUNS_SCHEMA = pa.schema(
     + [("preemptions", pa.int32()), ("evictions", pa.int32()), ("wasted_s", pa.float64()),
        ("remaining_s", pa.float64()), ("censored", pa.bool_()),
        # MiB the task's attempts read from another node of their rack / across racks
-       ("read_rack_mb", pa.float64()), ("read_core_mb", pa.float64())]
+       ("read_rack_mb", pa.float64()), ("read_core_mb", pa.float64()),
+       # opportunistic containers (pipeline.sim.nodemanager): whether the last run was
+       # one, starts, kills, pauses, sheds, NM queueing seconds, run time lost to kills
+       ("opportunistic", pa.bool_()), ("opp_starts", pa.int32()), ("opp_kills", pa.int32()),
+       ("opp_pauses", pa.int32()), ("opp_shed", pa.int32()), ("opp_queue_s", pa.float64()),
+       ("opp_wasted_s", pa.float64()),
+       # usage x wall time over all the task's runs (null: usage not measured)
+       ("used_cpu_s", pa.float64()), ("used_mem_s", pa.float64())]
 )
 
 _DICT = pa.dictionary(pa.int32(), pa.string())

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from pipeline.errors import TraceError
 from pipeline.replay.locality import InputLayout
+from pipeline.replay.usage import UsageStream
 from pipeline.sim.cluster import up_periods
 from pipeline.sim.source import TaskBatch
 from pipeline.trace.identity import content_digest
@@ -194,12 +195,16 @@ class TraceInput:
 
     def batches(self, node_of: dict[str, int] | None, parents: set[str],
                 layout: InputLayout | None = None) -> Iterator[TaskBatch]:
-        """The task stream as the core's numpy batches (``layout``: where inputs live)."""
+        """The task stream as the core's numpy batches (``layout``: where inputs live), each
+        with its tasks' measured usage over time where the trace has ``task_usage``."""
+        usage = UsageStream(self.dir)
         for offset, table in self._stream(SIM_COLUMNS):
             batch = self._convert(table, offset, node_of, parents)
             if layout is not None:
                 batch.inputs, batch.has_inputs, batch.input_mb = layout.batch(offset, table)
+            batch.usage = usage.take(table["task_id"].combine_chunks())
             yield batch
+        usage.finish()
 
     def stream(self, columns: tuple[str, ...]) -> Iterator[tuple[int, pa.Table]]:
         """``(first row, table)`` batches of the task columns ``columns`` (defaults filled)."""

@@ -155,8 +155,12 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
         out.write_table(nodes, tmp / out.NODE_INTERVALS)
         measured = {"from_s": window.start_s, "to_s": summary.end_s,
                     "drained": options.horizon_s is None}
-        metrics = _write_metrics(tmp, run_id, measured["from_s"], measured["to_s"],
-                                 sim.policy.run_metrics())
+        nm = sim.nm.counts if sim.nm is not None else {}
+        extra = {**sim.policy.run_metrics(),
+                 **({"opp_rejected": (float(nm["rejected"]), "count"),
+                     "nm_utilization_checks": (float(nm["checks"]), "count")} if nm else {})}
+        metrics = _write_metrics(tmp, run_id, measured["from_s"], measured["to_s"], extra,
+                                 opportunistic=sim.nm is not None)
         counts = asdict(summary)
         settings = _settings(sim.policy, params or {}, opened, resolved)
         run = {
@@ -240,15 +244,16 @@ def _cluster_total(spec: ClusterSpec, trace: TraceInput,
 
 
 def _write_metrics(tmp: Path, run_id: str, start_s: float, end_s: float,
-                   extra: Mapping[str, tuple[float | None, str]] | None = None
-                   ) -> dict[str, float | None]:
+                   extra: Mapping[str, tuple[float | None, str]] | None = None,
+                   opportunistic: bool = False) -> dict[str, float | None]:
     """Write ``metrics.parquet``: the metrics of the run's tables, then ``extra`` (the
     policy's own, :meth:`PolicyBase.run_metrics`)."""
     skip = {"run_id", "task_id", "queue", "machine_id"}  # not used by any metric
     columns = [c for c in out.TASK_RUNS_SCHEMA.names if c not in skip]
     task_runs = pl.read_parquet(tmp / out.TASK_RUNS, columns=columns)
     nodes = pl.read_parquet(tmp / out.NODE_INTERVALS)
-    table = metrics_table(run_id, task_runs, nodes, end_s, start_s)
+    table = metrics_table(run_id, task_runs, nodes, end_s, start_s,
+                          opportunistic=opportunistic)
     if extra:
         rows = [(run_id, name, None if v is None else float(v), unit)
                 for name, (v, unit) in extra.items()]

@@ -70,7 +70,10 @@ class NodeState:
 
     def __init__(self, n: int) -> None:
         self.cap = np.zeros((n, 3))
-        self.alloc = np.zeros((n, 3))
+        self.alloc = np.zeros((n, 3))  # guaranteed containers (what the RM accounts)
+        self.oalloc = np.zeros((n, 3))  # opportunistic containers running (NM-side)
+        self.oppq = np.zeros(n, dtype=np.int32)  # opportunistic containers queued at the NM
+        self.oppq_since = np.full(n, np.nan)  # when the NM's oldest queued one was queued
         self.used = np.zeros((n, 2))
         self.ncont = np.zeros(n, dtype=np.int32)
         self.state = np.zeros(n, dtype=np.int8)
@@ -92,6 +95,9 @@ class NodeState:
         self.state[node] = UP
         self.idle_since[node] = t
         self.alloc[node] = 0.0
+        self.oalloc[node] = 0.0
+        self.oppq[node] = 0
+        self.oppq_since[node] = np.nan
         self.used[node] = 0.0
         self.ncont[node] = 0
         self.dirty[node] = True

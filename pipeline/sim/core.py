@@ -29,6 +29,7 @@ from pipeline.sim.cluster import UP, FixedCluster
 from pipeline.sim.deps import Dependencies
 from pipeline.sim.heartbeat import Heartbeats
 from pipeline.sim.interface import ClusterInfo, NodeView, Policy, SchedView, readonly
+from pipeline.sim.nodemanager import NMOptions, NodeManagers
 from pipeline.sim.ops import Operations
 from pipeline.sim.pending import PendingQueue
 from pipeline.sim.source import Arrivals, TaskBatch
@@ -38,6 +39,8 @@ from pipeline.sim.tasks import (
     HAS_INPUTS,
     IS_PARENT,
     N_DONE,
+    NM_QUEUED,
+    OPPORTUNISTIC,
     PENDING,
     PREEMPTED,
     RUNNING,
@@ -48,6 +51,7 @@ from pipeline.sim.tasks import (
     RecordSink,
     TaskTable,
 )
+from pipeline.sim.usage import Usage
 
 Cluster = FixedCluster  # or pipeline.sim.autoscaler.ElasticCluster (same duck type)
 
@@ -120,12 +124,16 @@ class Simulation(Operations):
         self.records = Records(sink)
         self.deps = Dependencies(dep_refs or {})
         self.queue = PendingQueue()
+        self.usage = Usage()
+        self.nm: NodeManagers | None = None  # set in run() when the policy asks for one
         self._incoming: list[tuple[np.ndarray, np.ndarray]] = []
         nodes = cluster.nodes
         self.node_view = NodeView(
             cap=readonly(nodes.cap), alloc=readonly(nodes.alloc), used=readonly(nodes.used),
             n_containers=readonly(nodes.ncont), state=readonly(nodes.state),
             speed=readonly(nodes.speed), rack=readonly(nodes.rack),
+            opp_alloc=readonly(nodes.oalloc), opp_queued=readonly(nodes.oppq),
+            opp_oldest_s=readonly(nodes.oppq_since),
         )
         self.info = ClusterInfo(
             kind=cluster.kind, n_nodes=len(nodes), min_nodes=cluster.min_nodes,
@@ -161,6 +169,10 @@ class Simulation(Operations):
         if beat:
             self._heartbeats = Heartbeats(len(self.cluster.nodes), float(beat),
                                           int(self.rng.integers(2**62)))
+        nm_options = getattr(self.policy, "nm_options", None)
+        nm = nm_options() if nm_options is not None else None
+        if isinstance(nm, NMOptions):
+            self.nm = NodeManagers(len(self.cluster.nodes), nm)
         horizon = self.options.horizon_s
         idle_wakes, placed = 0, -1
         while not self._done():
@@ -185,6 +197,8 @@ class Simulation(Operations):
             else:
                 self._advance(at)
             if horizon is None or at < horizon:  # nothing starts when the replay stops
+                if self.nm is not None:
+                    self._nm_step(at)
                 self._schedule(at)
                 scaled = self.cluster.autoscale(at, self.queue.req, self.queue.enter)
                 if scaled:
@@ -199,9 +213,20 @@ class Simulation(Operations):
         return SimSummary(end, self.n_tasks, self.events, self.points, self.calls,
                           self.placements, time.perf_counter() - started)
 
+    def _nm_step(self, at: float) -> None:
+        """NodeManagers act: queued opportunistic containers start where room was freed,
+        and (over-allocation) the utilization check runs when one is due."""
+        assert self.nm is not None
+        n = self.cluster.nodes
+        freed = np.flatnonzero(n.dirty & (n.oppq > 0))
+        if len(freed):
+            self.nm.start_queued(self, at, freed.tolist())
+        self.nm.check(self, at)
+
     def _done(self) -> bool:
         """Every task accounted for and, up to a horizon, no node event left before it."""
-        busy = len(self.queue) or self._incoming or self._n_running()
+        busy = (len(self.queue) or self._incoming or self._n_running()
+                or (self.nm is not None and self.nm.active))
         if not self.arrivals.exhausted or busy:
             return False
         horizon = self.options.horizon_s
@@ -225,6 +250,8 @@ class Simulation(Operations):
             self.cluster.next_event(),
             self.cluster.next_check(self.now, self.queue.enter),
         ]
+        if self.nm is not None:
+            times.append(self.nm.next_check(self.now))
         self._only_wake = min(times) == np.inf
         if self._censor_due:
             times.append(self.options.censor_at_s)
@@ -233,7 +260,11 @@ class Simulation(Operations):
         return min(times)
 
     def _advance(self, at: float) -> None:
-        """Apply every completion, node event and arrival due at or before ``at``."""
+        """Apply every usage change, completion, node event and arrival due at or before
+        ``at`` (usage changes only move node ``used``, so their order among the others
+        does not matter)."""
+        n = self.cluster.nodes
+        self.events += self.usage.advance(self.tasks, at, n.used, n.speed)
         while True:
             tn = self.cluster.next_event()
             self._complete(min(at, tn))
@@ -265,6 +296,7 @@ class Simulation(Operations):
                 r.first_start, r.start, r.end, r.outcome, r.attempts, r.preemptions,
                 r.evictions, r.wasted, r.locality, r.read,
                 self._follow_slot, self._follow_end, IS_PARENT, self._clock,
+                t.extra, r.extra, n.oalloc, OPPORTUNISTIC,
             )
             if nf:
                 self._release_children(self._follow_slot[:nf].copy(), self._follow_end[:nf])
@@ -311,6 +343,9 @@ class Simulation(Operations):
         t.duration[slots] = b.duration[local]
         t.req[slots] = b.req[local]
         t.used[slots] = b.used[local]
+        t.mean_used[slots] = b.used[local]
+        t.work0[slots] = 0.0
+        self.usage.admit(t, slots, b.usage_of(local))
         for name in ("user", "queue", "job", "priority"):
             getattr(t, name)[slots] = getattr(b, name)[local]
         t.state[slots] = PENDING
@@ -362,6 +397,8 @@ class Simulation(Operations):
                    outcome=UNFINISHED)
         queued = np.flatnonzero(censored[self.queue.slots])
         self._record_waiting(self.queue.remove(queued), at)
+        if self.nm is not None:  # censored containers waiting at a NodeManager
+            self._record_waiting(self._take_nm_queued(censored), at)
         self._record_waiting(np.flatnonzero(censored & (t.state == BLOCKED)), at)
         self.last_s = max(self.last_s, at)
 
@@ -385,9 +422,11 @@ class Simulation(Operations):
         t, c = self.tasks, self.tasks.counters
         inst = self.cluster.nodes.instance
         running = t.in_state(RUNNING)
+        done = self.usage.stop(t, end, running, self.cluster.nodes.speed)
         self.records.write_slots(c, t, running, UNFINISHED, np.nan, inst[t.node[running]],
-                                 self.remaining_work(end, running))
-        waiting = np.concatenate([self.queue.slots, t.in_state(BLOCKED)])
+                                 np.maximum(t.duration[running] - done, 0.0))
+        nm_queued = self._take_nm_queued() if self.nm is not None else t.in_state(NM_QUEUED)
+        waiting = np.concatenate([self.queue.slots, t.in_state(BLOCKED), nm_queued])
         outcome = np.where(t.last_preempted[waiting], PREEMPTED, UNFINISHED).astype(np.int8)
         self.records.write_slots(c, t, waiting, outcome, np.nan, np.full(len(waiting), -1),
                                  self.remaining_work(end, waiting))
@@ -396,6 +435,20 @@ class Simulation(Operations):
             self.records.write_rows(c, b.row[lo:hi], b.job[lo:hi], UNFINISHED, np.nan)
         self.records.flush(c)
         self.cluster.close(end)
+
+    def _take_nm_queued(self, among: np.ndarray | None = None) -> np.ndarray:
+        """Take containers queued (or paused) at NodeManagers off their queues: all, or
+        those flagged in ``among`` (a bool array by slot)."""
+        assert self.nm is not None
+        out = []
+        for nd in sorted(self.nm.active):
+            q = self.nm.queue[nd]
+            take = [s for s in q if among is None or among[s]]
+            if take:
+                self.nm.queue[nd] = [s for s in q if not (among is None or among[s])]
+                self.nm.sync(self, nd)
+                out.extend(take)
+        return np.asarray(out, dtype=np.int64)
 
     def view(self, at: float) -> SchedView:
         """The read-only view handed to the policy at scheduling point ``at``."""

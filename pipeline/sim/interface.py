@@ -18,8 +18,12 @@ trace's units; node arrays are indexed by *node slot* ``0..n_nodes-1``, fixed fo
     policies key their queue and user settings on them).  Randomness comes only from the
     generator passed to ``setup`` (seeded from the run's identity).
 ``view.nodes`` (:class:`NodeView`)
-    ``cap`` (n, 3) capacities; ``alloc`` (n, 3) allocated by running containers; ``used``
-    (n, 2) measured cpu/mem usage of running containers (request where unmeasured);
+    ``cap`` (n, 3) capacities; ``alloc`` (n, 3) allocated by running guaranteed containers
+    (what the RM accounts); ``opp_alloc`` (n, 3) allocated by running opportunistic
+    containers, ``opp_queued`` (n,) opportunistic containers queued at each NodeManager and
+    ``opp_oldest_s`` (n,) when its oldest queued one joined the queue (NaN: none);
+    ``used`` (n, 2) measured cpu/mem usage of all running containers, following each task's
+    usage over time where the trace has it (its mean, else its request, elsewhere);
     ``n_containers``; ``state`` (0 absent, 1 booting, 2 up, 3 down) and ``up`` (bool);
     ``speed`` (relative, 1.0 = nominal); ``rack`` (int code, -1 none); ``n_provisioned``
     (nodes billed now, booting included); ``changed``: node slots whose state or allocation
@@ -45,10 +49,13 @@ What a policy returns (:class:`Decisions`; index arrays are int64):
 - ``place_req``/``place_node``: pending index -> node slot, applied in order.
 - ``preempt``: running indices to stop and re-queue (counted as preemptions; run time lost).
 - ``kill``: running indices to stop for good (outcome ``killed``).
-- ``opp_req``/``opp_node``: opportunistic placements (checked against measured usage, not
-  allocation); ``spec_run``/``spec_node``: speculative copies of running tasks.  These two
-  are part of the interface for policies to come; the current core rejects them with an
-  error rather than silently ignoring them.
+- ``opp_req``/``opp_node``: opportunistic containers sent to nodes' NodeManagers, which
+  start, queue or reject them (:mod:`pipeline.sim.nodemanager`); only for a policy whose
+  ``nm_options()`` (asked after setup) returns the NodeManagers' settings.
+  ``opp_queue_limit``: the queue limit the RM pushes to every NodeManager (queued
+  containers beyond it are sent back to the RM).
+- ``spec_run``/``spec_node``: speculative copies of running tasks (part of the interface
+  for policies to come; the current core rejects them with an error).
 - ``wake_at_s``: ask for a scheduling point at that time even if nothing else happens (delay
   scheduling, timeouts); otherwise the core calls the policy only when something changed.
 
@@ -109,6 +116,9 @@ class NodeView:
     rack: np.ndarray
     changed: np.ndarray = field(default_factory=lambda: EMPTY)
     n_provisioned: int = 0
+    opp_alloc: np.ndarray | None = None
+    opp_queued: np.ndarray | None = None
+    opp_oldest_s: np.ndarray | None = None  # when each node's oldest queued one was queued
 
     @property
     def up(self) -> np.ndarray:
@@ -192,6 +202,18 @@ class _TaskColumns:
         """MiB each task reads (NaN: not stated)."""
         return self._take("input_mb")
 
+    def subset(self, index: np.ndarray) -> _TaskColumns:
+        """The same view restricted to positions ``index`` (in that order): a layered
+        policy hands an inner policy part of what it sees."""
+        new = object.__new__(type(self))
+        new.__dict__.update({k: v for k, v in self.__dict__.items()
+                             if k in ("now", "_at", "_t", "_speed")})
+        index = np.asarray(index, dtype=np.int64)
+        new._slots = readonly(np.take(self._slots, index))
+        if "req" in self.__dict__:
+            new.__dict__["req"] = readonly(np.take(self.__dict__["req"], index, axis=0))
+        return new
+
     @cached_property
     def _csr(self) -> tuple[np.ndarray, np.ndarray]:
         rows = self.inputs
@@ -261,10 +283,16 @@ class RunningView(_TaskColumns):
         return self._take("start")
 
     @cached_property
+    def opportunistic(self) -> np.ndarray:
+        """Whether each container is opportunistic (started by a NodeManager's queue)."""
+        return readonly((self._t.flags[self._slots] & 8) != 0)
+
+    @cached_property
     def progress(self) -> np.ndarray:
         """Fraction of the work done (speed-adjusted), in [0, 1]."""
         duration = self._t.duration[self._slots]
-        done = (self._at - self.start_s) * self._speed[self.node] / duration
+        done = (self._t.work0[self._slots]
+                + (self._at - self.start_s) * self._speed[self.node]) / duration
         return readonly(np.clip(done, 0.0, 1.0))
 
 
@@ -296,6 +324,7 @@ class Decisions:
     spec_run: np.ndarray = field(default_factory=lambda: EMPTY)
     spec_node: np.ndarray = field(default_factory=lambda: EMPTY)
     wake_at_s: float | None = None
+    opp_queue_limit: int | None = None
 
 
 class Policy(Protocol):

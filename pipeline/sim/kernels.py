@@ -81,13 +81,15 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
                    t_read, free_stack, n_alloc, n_used, n_ncont, n_idle, n_dirty, n_instance,
                    r_row, r_inst, r_job, r_ready, r_first, r_start, r_end, r_out, r_att,
                    r_pre, r_evi, r_wasted, r_loc, r_read, follow_slot, follow_end, parent_flag,
-                   clock):
+                   clock, t_extra, r_extra, n_oalloc, opp_flag):
     """Finish tasks whose end is ``<= limit``, in time order; record them and free slots.
 
     Freed slots are reset for reuse.  Finished slots flagged ``parent_flag`` are listed in
     ``follow_*`` (kept, not freed) so the caller can release their dependants.
     ``clock[0]`` is set to the last end time.  Returns (status, n_follow): status 0 when all
     due completions are done, 1 when the record buffer or the follow list is full.
+    A task flagged ``opp_flag`` gives its resources back to the node's opportunistic
+    allocation ``n_oalloc`` (the RM's ``n_alloc`` never held them).
     """
     nf = 0
     cap_r = len(r_row)
@@ -104,7 +106,8 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
         heap_pop(ht, hs, hslot, hep, counters)
         clock[0] = end
         nd = t_node[s]
-        _release_node(nd, s, end, t_req, t_used, n_alloc, n_used, n_ncont, n_idle, n_dirty)
+        _release_node(nd, s, end, t_req, t_used, n_oalloc if t_flags[s] & opp_flag else n_alloc,
+                      n_used, n_ncont, n_idle, n_dirty, n_alloc, n_oalloc)
         i = counters[REC_N]
         r_row[i] = t_row[s]
         r_inst[i] = n_instance[nd]
@@ -121,6 +124,9 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
         r_loc[i] = t_loc[s]
         r_read[i, 0] = t_read[s, 0]
         r_read[i, 1] = t_read[s, 1]
+        for k in range(t_extra.shape[1]):
+            r_extra[i, k] = t_extra[s, k]
+            t_extra[s, k] = 0.0
         counters[REC_N] = i + 1
         counters[N_DONE] += 1
         t_epoch[s] += 1
@@ -149,10 +155,12 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
 
 
 @njit(cache=True, inline="always")
-def _release_node(nd, s, end, t_req, t_used, n_alloc, n_used, n_ncont, n_idle, n_dirty):
-    """Give task ``s``'s resources on node ``nd`` back at time ``end``."""
+def _release_node(nd, s, end, t_req, t_used, held, n_used, n_ncont, n_idle, n_dirty,
+                  n_alloc, n_oalloc):
+    """Give task ``s``'s resources on node ``nd`` back at time ``end`` (``held``: the
+    allocation it was counted in, ``n_alloc`` or ``n_oalloc``)."""
     for k in range(3):
-        n_alloc[nd, k] -= t_req[s, k]
+        held[nd, k] -= t_req[s, k]
     for k in range(2):
         u = t_used[s, k]
         n_used[nd, k] -= t_req[s, k] if np.isnan(u) else u
@@ -161,6 +169,7 @@ def _release_node(nd, s, end, t_req, t_used, n_alloc, n_used, n_ncont, n_idle, n
         n_idle[nd] = end
         for k in range(3):
             n_alloc[nd, k] = 0.0  # no containers: clear float drift
+            n_oalloc[nd, k] = 0.0
         for k in range(2):
             n_used[nd, k] = 0.0
     n_dirty[nd] = True

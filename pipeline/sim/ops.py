@@ -9,7 +9,19 @@ import numpy as np
 
 from pipeline.sim import kernels
 from pipeline.sim.interface import Decisions, PendingView, PolicyError, RunningView, readonly
-from pipeline.sim.tasks import HAS_INPUTS, IS_PARENT, KILLED, PENDING, RUNNING, UNFINISHED
+from pipeline.sim.tasks import (
+    HAS_INPUTS,
+    IS_PARENT,
+    KILLED,
+    OPPORTUNISTIC,
+    PAUSED,
+    PENDING,
+    RUNNING,
+    UNFINISHED,
+    X_OPP,
+    X_OPP_KILLS,
+    X_OPP_WASTED,
+)
 
 if TYPE_CHECKING:
     from pipeline.sim.core import Simulation
@@ -48,27 +60,100 @@ class Operations:
         return RunningView(at, slots, self.tasks, self.cluster.nodes.speed)
 
     def _apply(self: Simulation, at: float, d: Decisions) -> None:
-        """Check and apply one call's decisions: stops first, then placements in order."""
-        if len(d.opp_req) or len(d.spec_run):
-            raise PolicyError(
-                f"policy '{self.policy_name}' returned opportunistic or speculative decisions, "
-                "which this core version does not apply yet"
-            )
+        """Check and apply one call's decisions: stops first, then guaranteed placements in
+        order (a node whose allocation then passes its capacity reclaims opportunistic
+        containers), then opportunistic ones (sent to the nodes' NodeManagers)."""
+        if len(d.spec_run):
+            raise PolicyError(f"policy '{self.policy_name}' returned speculative decisions, "
+                              "which this core version does not apply yet")
+        if len(d.opp_req) and self.nm is None:
+            raise PolicyError(f"policy '{self.policy_name}' returned opportunistic decisions "
+                              "but set up no NodeManager options (nm_options)")
         if len(d.preempt) or len(d.kill):
             self._stops(at, np.asarray(d.preempt, np.int64), np.asarray(d.kill, np.int64))
         if d.wake_at_s is not None:
             self.wake_at = float(d.wake_at_s)
-        req = np.ascontiguousarray(d.place_req, dtype=np.int64)
-        node = np.ascontiguousarray(d.place_node, dtype=np.int64)
-        if len(req) != len(node):
-            raise PolicyError(f"policy '{self.policy_name}': place_req and place_node differ "
-                              f"in length ({len(req)} vs {len(node)})")
-        if len(req) == 0:
+        req, node = self._pairs(d.place_req, d.place_node, "place")
+        opp_req, opp_node = self._pairs(d.opp_req, d.opp_node, "opp")
+        opp_slots = self._opp_slots(at, opp_req, opp_node) if len(opp_req) else None
+        if len(req):
+            self._place(at, req, node)
+        if opp_slots is not None and np.any(self.tasks.state[opp_slots] != PENDING):
+            raise PolicyError(f"policy '{self.policy_name}' placed a request both as "
+                              f"guaranteed and opportunistic at t={at:g}s")
+        if len(req) or opp_slots is not None:
+            self.queue.remove(np.concatenate([req, opp_req]))
+        if opp_slots is not None:
+            self._dispatch(at, opp_slots, opp_node)
+        if self.nm is not None and d.opp_queue_limit is not None:
+            shed = self.nm.shed(self, at, int(d.opp_queue_limit))
+            self._back_to_rm(at, shed)
+
+    def _pairs(self: Simulation, idx: np.ndarray, node: np.ndarray,
+               what: str) -> tuple[np.ndarray, np.ndarray]:
+        idx = np.ascontiguousarray(idx, dtype=np.int64)
+        node = np.ascontiguousarray(node, dtype=np.int64)
+        if len(idx) != len(node):
+            raise PolicyError(f"policy '{self.policy_name}': {what}_req and {what}_node differ "
+                              f"in length ({len(idx)} vs {len(node)})")
+        return idx, node
+
+    def _opp_slots(self: Simulation, at: float, req: np.ndarray, node: np.ndarray
+                   ) -> np.ndarray:
+        """Check opportunistic decisions (before the queue changes); return their slots."""
+        pend, n = self.queue.slots, self.cluster.nodes
+        bad = np.flatnonzero((req < 0) | (req >= len(pend)) | (node < 0)
+                             | (node >= len(n.state)))
+        if len(bad) == 0 and len(np.unique(req)) != len(req):
+            bad = np.array([len(req) - 1])
+        if len(bad) == 0:
+            bad = np.flatnonzero(n.state[node] != 2)
+        if len(bad):
+            i = int(bad[0])
+            raise PolicyError(f"policy '{self.policy_name}' opportunistic placement {i} "
+                              f"rejected at t={at:g}s: request {int(req[i])} on node "
+                              f"{int(node[i])}: index out of range, repeated or node not up")
+        return pend[req].copy()
+
+    def _dispatch(self: Simulation, at: float, slots: np.ndarray, node: np.ndarray) -> None:
+        """Send opportunistic containers (taken off the RM's queue) to their nodes'
+        NodeManagers; the ones a NodeManager rejects go back to the RM."""
+        assert self.nm is not None
+        self.tasks.last_preempted[slots] = False
+        rejected = self.nm.dispatch(self, at, slots, node)
+        self.placements += len(slots) - len(rejected)
+        self._back_to_rm(at, np.asarray(rejected, dtype=np.int64))
+
+    def _back_to_rm(self: Simulation, at: float, slots: np.ndarray) -> None:
+        """Opportunistic containers the NM would not keep go back to the RM's queue; a
+        paused one loses the work it had done."""
+        if len(slots) == 0:
             return
-        self._place(at, req, node)
+        t = self.tasks
+        paused = slots[(t.flags[slots] & PAUSED) != 0]
+        if len(paused):
+            t.wasted[paused] += t.work0[paused]
+            t.extra[paused, X_OPP_WASTED] += t.work0[paused]
+            t.work0[paused] = 0.0
+        t.flags[slots] &= ~np.int8(PAUSED | OPPORTUNISTIC)
+        t.state[slots] = PENDING
+        t.nmq_since[slots] = np.nan
+        self._incoming.append((np.full(len(slots), at), slots))
+        self._ask_again(at)
+
+    def _ask_again(self: Simulation, at: float) -> None:
+        """Containers a NodeManager gave back are asked for again: the RM sees them at its
+        next scheduling point (the next heartbeat), not only at the next event."""
+        self.needs_decision = True
+        step = self.options.sched_interval_s
+        self.wake_at = min(self.wake_at, at + (step if step > 0 else 1e-3))
 
     def _place(self: Simulation, at: float, req: np.ndarray, node: np.ndarray) -> None:
         t, h, n = self.tasks, self.heap, self.cluster.nodes
+        slots = self.queue.slots[req[(req >= 0) & (req < len(self.queue))]]
+        if len(slots) == len(req):  # (a bad index is reported by the kernel below)
+            t.extra[slots, X_OPP] = 0.0
+            self.usage.start(t, at, slots, node, n.speed)
         h.reserve(int(t.counters[kernels.HEAP_N]), len(req))
         bad, code = kernels.apply_placements(
             at, req, node, self.queue.slots, h.time, h.seq, h.slot, h.epoch, t.counters,
@@ -88,8 +173,9 @@ class Operations:
         self.placements += len(req)
         self.events += len(req)
         self.last_s = max(self.last_s, at)
-        placed = self.queue.remove(req)
-        t.last_preempted[placed] = False
+        t.last_preempted[slots] = False
+        if self.nm is not None:
+            self.nm.make_room(self, at, node)
 
     def _stops(self: Simulation, at: float, preempt: np.ndarray, kill: np.ndarray) -> None:
         slots = self._running_slots
@@ -102,33 +188,57 @@ class Operations:
         self._stop(at, slots[preempt], requeue=True)
         self._stop(at, slots[kill], requeue=False)
 
-    def _stop(self: Simulation, at: float, slots: np.ndarray, requeue: bool,
-              evicted: bool = False, outcome: int = KILLED) -> None:
-        """Stop running ``slots`` at ``at``: free their node, then re-queue or record them.
-
-        Recorded (not re-queued) tasks end with ``outcome``: ``killed`` by a policy, or
-        ``unfinished`` when the core stops a censored task at the trace's window end.
-        """
-        if len(slots) == 0:
-            return
+    def release_runs(self: Simulation, at: float, slots: np.ndarray) -> np.ndarray:
+        """The runs of running ``slots`` end at ``at``: their node gets its resources back
+        (guaranteed or opportunistic allocation), their usage integral is settled, their
+        completion goes stale.  Returns each one's work done (s at speed 1.0)."""
         t, n = self.tasks, self.cluster.nodes
+        done = self.usage.stop(t, at, slots, n.speed)
         node = t.node[slots]
+        opp = (t.flags[slots] & OPPORTUNISTIC) != 0
         used = np.where(np.isnan(t.used[slots]), t.req[slots, :2], t.used[slots])
-        np.subtract.at(n.alloc, node, t.req[slots])
+        np.subtract.at(n.alloc, node[~opp], t.req[slots[~opp]])
+        if opp.any():
+            np.subtract.at(n.oalloc, node[opp], t.req[slots[opp]])
         np.subtract.at(n.used, node, used)
         np.subtract.at(n.ncont, node, 1)
         empty = np.unique(node[n.ncont[node] == 0])
         n.alloc[empty] = 0.0
+        n.oalloc[empty] = 0.0
         n.used[empty] = 0.0
         n.idle_since[empty] = at
         n.dirty[node] = True
         t.epoch[slots] += 1  # their heap entries go stale
         self.events += len(slots)
         self.needs_decision = True
+        return done
+
+    def _stop(self: Simulation, at: float, slots: np.ndarray, requeue: bool,
+              evicted: bool = False, outcome: int = KILLED, reason: str = "") -> None:
+        """Stop running ``slots`` at ``at``: free their node, then re-queue or record them.
+
+        Recorded (not re-queued) tasks end with ``outcome``: ``killed`` by a policy, or
+        ``unfinished`` when the core stops a censored task at the trace's window end.
+        ``reason`` ``opp_kill``: a NodeManager killed opportunistic containers (counted as
+        such, not as the scheduler's preemptions).
+        """
+        if len(slots) == 0:
+            return
+        t, n = self.tasks, self.cluster.nodes
+        node = t.node[slots]
+        done = self.release_runs(at, slots)
         if requeue:  # a killed task keeps its last run as start_s..end_s instead
-            t.wasted[slots] += at - t.start[slots]
-            (t.evictions if evicted else t.preemptions)[slots] += 1
-            t.last_preempted[slots] = not evicted
+            lost = at - t.start[slots] + t.work0[slots]
+            t.wasted[slots] += lost
+            if reason == "opp_kill":
+                t.extra[slots, X_OPP_KILLS] += 1
+                t.extra[slots, X_OPP_WASTED] += lost
+                self._ask_again(at)
+            else:
+                (t.evictions if evicted else t.preemptions)[slots] += 1
+                t.last_preempted[slots] = not evicted
+            t.flags[slots] &= ~np.int8(OPPORTUNISTIC | PAUSED)
+            t.work0[slots] = 0.0
             t.state[slots] = PENDING
             t.node[slots] = -1
             t.start[slots] = np.nan
@@ -136,7 +246,7 @@ class Operations:
             self._incoming.append((np.full(len(slots), at), slots))
             return
         inst = n.instance[node]
-        remaining = (self.remaining_work(at, slots) if outcome == UNFINISHED else 0.0)
+        remaining = (t.duration[slots] - done if outcome == UNFINISHED else 0.0)
         self.records.write_slots(t.counters, t, slots, outcome, at, inst, remaining)
         for s in slots[(t.flags[slots] & IS_PARENT) != 0].tolist():
             self.deps.fail(self.deps.slot_id[s], s)
@@ -149,10 +259,14 @@ class Operations:
         running = t.state[slots] == RUNNING
         done = np.where(running, (at - t.start[slots]) * self.cluster.nodes.speed[
             np.maximum(t.node[slots], 0)], 0.0)
-        return np.maximum(t.duration[slots] - np.nan_to_num(done), 0.0)
+        return np.maximum(t.duration[slots] - t.work0[slots] - np.nan_to_num(done), 0.0)
 
     def _evict_node(self: Simulation, at: float, node: int) -> None:
-        """A node goes down: its running tasks lose their work and go back to the queue."""
+        """A node goes down: its running tasks lose their work and go back to the queue,
+        and so do the opportunistic containers queued at it."""
         t = self.tasks
         slots = np.flatnonzero((t.state == RUNNING) & (t.node == node))
         self._stop(at, slots, requeue=True, evicted=True)
+        if self.nm is not None:
+            self._back_to_rm(at, self.nm.take_queued(node))
+            self.nm.sync(self, node)

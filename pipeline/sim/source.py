@@ -37,9 +37,26 @@ class TaskBatch:
     input_mb: np.ndarray | None = None  # MiB each task reads (NaN: not stated)
     deps: dict[int, list[str]] = field(default_factory=dict)
     task_id: dict[int, str] = field(default_factory=dict)
+    # measured usage over each task's life (task_usage): ``indptr`` (n + 1) into
+    # ``start``/``end`` (work seconds from the task's start), ``cpu``, ``mem``
+    usage: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.row)
+
+    def usage_of(self, rows: np.ndarray) -> tuple[np.ndarray, ...] | None:
+        """The usage segments of batch positions ``rows`` (in that order), or None."""
+        if self.usage is None:
+            return None
+        indptr, *cols = self.usage
+        counts = (indptr[rows + 1] - indptr[rows]).astype(np.int64)
+        if not counts.any():
+            return None
+        out_ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(counts, out=out_ptr[1:])
+        starts = np.repeat(indptr[rows] - out_ptr[:-1], counts)
+        take = starts + np.arange(int(out_ptr[-1]))
+        return (out_ptr, *(c[take] for c in cols))
 
 
 class Arrivals:

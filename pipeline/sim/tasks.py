@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Slot states.
-FREE, BLOCKED, PENDING, RUNNING, DONE = 0, 1, 2, 3, 4
+# Slot states.  NM_QUEUED: an opportunistic container sent to a node, waiting in that node's
+# NodeManager queue (or paused there); it is neither pending at the RM nor running.
+FREE, BLOCKED, PENDING, RUNNING, DONE, NM_QUEUED = 0, 1, 2, 3, 4, 5
 # Outcome codes (index into OUTCOMES) and locality codes (index into LOCALITIES, -1 = null).
 OUTCOMES = ("finished", "preempted", "killed", "unschedulable", "unfinished")
 FINISHED, PREEMPTED, KILLED, UNSCHEDULABLE, UNFINISHED = range(5)
@@ -40,10 +41,29 @@ _TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float]] = {
     # node slots holding the task's input (-1 padded), MiB it reads, MiB read (rack, core)
     "inp": (np.int32, (INPUT_WIDTH,), -1), "input_mb": (np.float64, (), np.nan),
     "read": (np.float64, (2,), 0.0),
+    # per-task figures that travel into the record unchanged (see EXTRA_NAMES)
+    "extra": (np.float64, (10,), 0.0),
+    # measured usage over the task's life (:mod:`pipeline.sim.usage`): its profile's range
+    # in the usage pool (-1: none), the profile piece now in force, and the work (s on a
+    # speed-1.0 machine) done before the current run started (a paused container resumes)
+    "useg_lo": (np.int64, (), -1), "useg_hi": (np.int64, (), -1),
+    "useg_cur": (np.int64, (), -1), "work0": (np.float64, (), 0.0),
+    # mean measured usage (NaN: unmeasured): ``used`` is the usage now in force
+    "mean_used": (np.float64, (2,), np.nan),
+    # a run's identity (unique over the replay): usage events of other runs are stale
+    "run_seq": (np.int64, (), -1), "nmq_since": (np.float64, (), np.nan),
 }
+# Columns of ``extra`` (float64; counts are whole numbers), copied into each task's record.
+EXTRA_NAMES = ("opportunistic", "opp_starts", "opp_kills", "opp_pauses", "opp_shed",
+               "opp_queue_s", "opp_wasted_s", "used_measured", "used_cpu_s", "used_mem_s")
+(X_OPP, X_OPP_STARTS, X_OPP_KILLS, X_OPP_PAUSES, X_OPP_SHED, X_OPP_QUEUE_S, X_OPP_WASTED,
+ X_MEASURED, X_USED_CPU_S, X_USED_MEM_S) = range(len(EXTRA_NAMES))
+N_EXTRA = len(EXTRA_NAMES)
 # Bits of ``flags``.  CENSORED: the trace records the task still running at its window's
 # end, so its recorded duration is a lower bound and it runs until the core stops it there.
-HAS_INPUTS, IS_PARENT, CENSORED = 1, 2, 4
+# OPPORTUNISTIC: its current container is opportunistic (allocated outside the RM's
+# accounting, on the node's ``opp_alloc``); PAUSED: a paused opportunistic container.
+HAS_INPUTS, IS_PARENT, CENSORED, OPPORTUNISTIC, PAUSED = 1, 2, 4, 8, 16
 
 
 class TaskTable:
@@ -148,6 +168,7 @@ class RecordChunk:
     locality: np.ndarray
     remaining: np.ndarray
     read: np.ndarray  # (n, 2) MiB read from another node of the rack, and across racks
+    extra: np.ndarray  # (n, N_EXTRA) the task's ``extra`` figures (EXTRA_NAMES)
 
 
 RecordSink = Callable[[RecordChunk], None]
@@ -156,9 +177,9 @@ _REC_FIELDS = {
     "first_start": np.float64, "start": np.float64, "end": np.float64, "outcome": np.int8,
     "attempts": np.int32,
     "preemptions": np.int32, "evictions": np.int32, "wasted": np.float64, "locality": np.int8,
-    "remaining": np.float64, "read": np.float64,
+    "remaining": np.float64, "read": np.float64, "extra": np.float64,
 }
-_REC_SHAPES = {"read": (2,)}
+_REC_SHAPES = {"read": (2,), "extra": (N_EXTRA,)}
 
 
 class Records:
@@ -213,6 +234,7 @@ class Records:
             self.wasted[i:j] = t.wasted[part]
             self.locality[i:j] = t.locality[part]
             self.read[i:j] = t.read[part]
+            self.extra[i:j] = t.extra[part]
             self.remaining[i:j] = (remaining if np.isscalar(remaining)
                                    else remaining[lo : lo + len(part)])
             counters[REC_N] = j
@@ -236,6 +258,7 @@ class Records:
             self.wasted[i:j] = 0.0
             self.locality[i:j] = -1
             self.read[i:j] = 0.0
+            self.extra[i:j] = 0.0
             self.remaining[i:j] = (remaining if np.isscalar(remaining)
                                    else remaining[lo : lo + len(part)])
             counters[REC_N] = j

@@ -290,3 +290,64 @@ def test_preemptions_per_task_are_bounded_on_a_contended_case(name: str,
         pl.col("cpu").sum(), pl.col("mem").sum())
     b = held.filter(pl.col("queue").str.ends_with("b")).row(0, named=True)
     assert b["cpu"] >= 20.0 - 3.0 and b["mem"] >= 20.0 - 3.0  # its half, less one task
+
+
+# The opportunistic layer over the guaranteed schedulers: plain queuing, and over-allocation
+# on measured usage with pauses (usage over time from a task_usage table)
+OPP_VARIANTS = [
+    {"opp_by": "percent", "opp_percent": 50, "opp_nm_queue": 2},
+    {"opp_by": "priority", "opp_max_priority": 0, "opp_overalloc_cpu": 0.7,
+     "opp_overalloc_mem": 0.7, "opp_preempt_cpu": 0.9, "opp_preempt_mem": 0.9,
+     "opp_pause": True},
+]
+
+
+def _write_usage(case: dict, trace: Path) -> None:
+    """Usage over time for every other task: 30% of its memory, then 90% in its second half."""
+    import pyarrow as pa
+
+    from pipeline.trace.io import write_table
+
+    order = sorted(range(len(case["tasks"])), key=lambda i: case["tasks"][i]["submit_s"])
+    top = max(m["cpu"] for m in case["machines"])
+    rows = []
+    for i in order[::2]:
+        t = case["tasks"][i]
+        d, cpu = t["duration_s"], min(t["cpu"], top)
+        rows += [{"task_id": t["task_id"], "start_s": 0.0, "end_s": d / 2,
+                  "cpu": cpu * 0.5, "mem": t["mem"] * 0.3},
+                 {"task_id": t["task_id"], "start_s": d / 2, "end_s": d,
+                  "cpu": cpu * 0.8, "mem": t["mem"] * 0.9}]
+    if rows:
+        write_table(trace, "task_usage", pa.Table.from_pylist(rows))
+
+
+@pytest.mark.parametrize("name", ["yarn-uniform", "capacity-scheduler", "fair-scheduler"])
+@pytest.mark.parametrize("variant", range(len(OPP_VARIANTS)))
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=small_trace())
+def test_opportunistic_invariants(name: str, variant: int, case: dict,
+                                  tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every task accounted for, guaranteed allocation never above capacity (and, without
+    over-allocation, guaranteed plus opportunistic neither), deterministic."""
+    root = tmp_path_factory.mktemp("opp")
+    trace = _write(case, root / "trace")
+    _write_usage(case, trace)
+    params = OPP_VARIANTS[variant]
+    for task in case["tasks"]:
+        task.setdefault("priority", None)
+    run = _run(case, trace, root / "a", name, params)
+    end_s = run["summary"]["end_s"]
+    tr = pl.read_parquet(root / "a" / "task_runs.parquet")
+    nodes = pl.read_parquet(root / "a" / "node_intervals.parquet")
+    _check_tasks(tr, case)
+    _check_capacity(tr.filter(~pl.col("opportunistic")), nodes, end_s)
+    if "opp_overalloc_mem" not in params:
+        _check_capacity(tr, nodes, end_s)
+    _check_inside_intervals(tr, nodes, end_s)
+    assert (tr["opp_kills"] + tr["opp_shed"] <= tr["opp_starts"] + tr["opp_shed"]).all()
+    assert (tr["opp_wasted_s"] <= tr["wasted_s"] + EPS).all()
+    assert not (tr["opportunistic"] & (tr["opp_starts"] == 0)).any()
+    _run(case, trace, root / "b", name, params)
+    assert_same_tables(root / "a", root / "b")

@@ -1,0 +1,127 @@
+"""The opportunistic-container layer: any guaranteed policy plus YARN's opportunistic
+containers (YARN-2877, Hadoop 3.3; over-allocation from the YARN-1011 branch).
+
+The layer sits between the core and a guaranteed policy (``yarn-uniform``,
+``capacity-scheduler``, ``fair-scheduler``, ...), without that policy knowing:
+
+- it splits the pending requests into guaranteed ones, which the inner policy sees and
+  places as before, and opportunistic ones (:mod:`.types`), which the inner policy never
+  sees (they ignore queues, fairness and capacity, as in YARN);
+- the inner policy sees only guaranteed running containers (it cannot preempt an
+  opportunistic one) and the RM's allocation (``alloc``: guaranteed containers only);
+- opportunistic requests go to the k least-loaded nodes round-robin (:mod:`.loadmonitor`),
+  and the queue limit is pushed to the NodeManagers at each re-sort;
+- the NodeManagers themselves (queues, kills, pauses, over-allocation) are the core's
+  (:mod:`pipeline.sim.nodemanager`), set up from :meth:`nm_options`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pipeline.policies.base import PolicyBase
+from pipeline.policies.opportunistic.loadmonitor import LoadMonitor
+from pipeline.policies.opportunistic.params import OPP_PARAMS
+from pipeline.policies.opportunistic.types import ContainerTypes
+from pipeline.policies.settings import Setting, parameter_settings
+from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
+from pipeline.sim.nodemanager import NMOptions
+
+EMPTY = np.zeros(0, dtype=np.int64)
+
+
+class Opportunistic:
+    """``inner`` with opportunistic containers; ``opp`` holds the resolved ``opp_*`` values."""
+
+    def __init__(self, inner: PolicyBase, opp: dict[str, Any]) -> None:
+        self.inner = inner
+        self.opp = dict(opp)
+        self.name = inner.name
+        self.needs_running = inner.needs_running
+        self.types_: ContainerTypes | None = None
+        self.monitor_: LoadMonitor | None = None
+
+    # -- what the replay asks of any policy ---------------------------------------------
+    def get_params(self) -> dict[str, Any]:
+        return {**self.inner.get_params(), **self.opp}
+
+    def effective_settings(self, given: set[str]) -> dict[str, Setting]:
+        return {**self.inner.effective_settings(given),
+                **parameter_settings(self.opp, given)}
+
+    def heartbeat_interval(self) -> float | None:
+        return self.inner.heartbeat_interval()
+
+    def run_metrics(self) -> dict[str, tuple[float | None, str]]:
+        return self.inner.run_metrics()
+
+    def run_timings(self) -> dict[str, float | None]:
+        return self.inner.run_timings()
+
+    def assigned_queues(self, user: np.ndarray, queue: np.ndarray) -> Any:
+        return self.inner.assigned_queues(user, queue)
+
+    def queue_rows(self, total: np.ndarray) -> Any:
+        return self.inner.queue_rows(total)
+
+    def nm_options(self) -> NMOptions:
+        o = self.opp
+        return NMOptions(
+            max_queue=int(o["opp_nm_queue"]), pause=bool(o["opp_pause"]),
+            overalloc=(float(o["opp_overalloc_cpu"]), float(o["opp_overalloc_mem"])),
+            preempt=(float(o["opp_preempt_cpu"]), float(o["opp_preempt_mem"])),
+            preempt_cpu_count=int(o["opp_preempt_cpu_count"]),
+            monitor_s=float(o["opp_monitor_s"]),
+        )
+
+    # -- the scheduling -----------------------------------------------------------------
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
+        self.inner.setup(cluster, rng)
+        o = self.opp
+        self.types_ = ContainerTypes(o["opp_by"], o["opp_percent"], o["opp_max_priority"],
+                                     o["opp_queues"], cluster)
+        self.monitor_ = LoadMonitor(o["opp_nodes_used"], o["opp_sort_interval_s"],
+                                    o["opp_load"], o["opp_nm_queue"], o["opp_queue_stdev"],
+                                    o["opp_min_queue"], o["opp_max_queue"])
+        self._oldest: dict[int, float] = {}
+
+    def decide(self, view: SchedView) -> Decisions:
+        assert self.types_ is not None and self.monitor_ is not None
+        pending = view.pending
+        opp = self.types_.mask(pending)
+        g_idx = np.flatnonzero(~opp)
+        o_idx = np.flatnonzero(opp)
+        running, r_idx = view.running, None
+        if running is not None:
+            r_idx = np.flatnonzero(~running.opportunistic)
+            running = running.subset(r_idx)
+        inner = self.inner.decide(SchedView(
+            now=view.now, cluster=view.cluster, nodes=view.nodes,
+            pending=pending.subset(g_idx), running=running, offers=view.offers))
+        d = Decisions(
+            place_req=g_idx[np.asarray(inner.place_req, dtype=np.int64)],
+            place_node=np.asarray(inner.place_node, dtype=np.int64),
+            preempt=EMPTY if r_idx is None else r_idx[np.asarray(inner.preempt, np.int64)],
+            kill=EMPTY if r_idx is None else r_idx[np.asarray(inner.kill, np.int64)],
+            wake_at_s=inner.wake_at_s,
+        )
+        monitor = self.monitor_
+        oldest = view.nodes.opp_oldest_s
+        wait = None if oldest is None else np.nan_to_num(view.now - oldest, nan=0.0)
+        if monitor.refresh(view.now, view.nodes, wait):
+            d.opp_queue_limit = monitor.limit
+        if len(o_idx):
+            node = monitor.assign(len(o_idx))
+            sent = node >= 0
+            d.opp_req, d.opp_node = o_idx[sent], node[sent]
+            if not sent.all():  # the listed nodes are full: try again at the next sort
+                again = monitor.sorted_at + max(monitor.interval_s, 1e-3)
+                d.wake_at_s = again if d.wake_at_s is None else min(d.wake_at_s, again)
+        return d
+
+
+def opportunistic_params() -> dict[str, Any]:
+    """The layer's parameters (for ``tracereplay policies``)."""
+    return OPP_PARAMS

@@ -1,0 +1,372 @@
+"""NodeManager side of opportunistic containers: per-node queues, kills and pauses, and
+over-allocation on measured utilization.
+
+Semantics follow Hadoop 3.3's ``ContainerScheduler`` (YARN-2877/YARN-4597/YARN-5292) and,
+for over-allocation, the YARN-1011 branch (YARN-4512, YARN-6670, YARN-6705 and
+``TestContainerSchedulerWithOverAllocation``):
+
+- An opportunistic container sent to a node starts at once if that node's queue is empty and
+  it fits the node's unallocated room (capacity - guaranteed allocation - opportunistic
+  allocation, every resource); otherwise it joins the node's FIFO queue if fewer than
+  ``max_queue`` are queued (Hadoop 3.3 compares ``size() < max``), else the NM rejects it
+  and it goes back to the RM (``rejected``).  With ``max_queue`` = 0 the container starts
+  only if it fits (Hadoop then starts it regardless of room; the replay never lets
+  allocation pass capacity unless over-allocation is on).
+- Whenever a container finishes (or is stopped), queued containers start in FIFO order
+  while the head fits; the first that does not fit stops the pass (``startContainersFromQueue``).
+- A guaranteed container placed by the RM on a node whose guaranteed plus opportunistic
+  allocation then exceeds capacity kills running opportunistic containers, most recently
+  started first, until the allocation fits (``pickOpportunisticContainersToKill``'s
+  descending iterator); with ``pause`` (``opportunistic-containers-use-pause-for-preemption``)
+  they are paused instead: a paused container gives its resources back, joins the back of
+  the node's queue and later resumes with its work kept.  Killed containers lose their run
+  and go back to the RM's pending queue.
+- Queue limit (``updateQueuingLimit``/``shedQueuedOpportunisticContainers``): when the RM
+  pushes a limit, a node keeps the first ``limit`` queued containers and sends the rest
+  back to the RM (``shed``); a shed paused container loses its work.
+- Over-allocation (YARN-1011), only at utilization checks every ``monitor_s`` (the NM's
+  ``container-monitor.interval-ms``, 3 s): first, if measured memory use is above
+  ``preempt[1]`` x capacity, or CPU use has been above ``preempt[0]`` x capacity for
+  ``preempt_cpu_count`` consecutive checks, running opportunistic containers are killed
+  (paused), most recent first, until use is back under the threshold; then queued
+  containers start, FIFO, while each fits either the unallocated room or the
+  over-allocation headroom ``overalloc x capacity - measured use`` (each start takes its
+  request off the headroom until the next check).  Measured use is the node's ``used``,
+  kept exact by :mod:`pipeline.sim.usage`.
+- Memory never silently passes a node's capacity: without over-allocation the allocation
+  bounds it (usage above a request is clipped at ingest); with it, the preemption threshold
+  (at most 1.0) is enforced at every check.
+
+Not modelled: promotion of opportunistic containers to guaranteed (YARN-5085) and queued
+guaranteed containers at the NM (the RM only places guaranteed containers where they fit).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numba import njit
+
+from pipeline.sim.kernels import EPS, heap_push, locality_level, run_time
+from pipeline.sim.tasks import (
+    HEAP_N,
+    NM_QUEUED,
+    OPPORTUNISTIC,
+    PAUSED,
+    RUNNING,
+    X_OPP,
+    X_OPP_PAUSES,
+    X_OPP_QUEUE_S,
+    X_OPP_SHED,
+    X_OPP_STARTS,
+)
+
+if TYPE_CHECKING:
+    from pipeline.sim.core import Simulation
+
+
+@dataclass(frozen=True)
+class NMOptions:
+    """NodeManager settings for opportunistic containers (one set for every node)."""
+
+    max_queue: int = 10
+    pause: bool = False
+    overalloc: tuple[float, float] = (0.0, 0.0)  # cpu, mem utilization thresholds; 0: off
+    preempt: tuple[float, float] = (1.0, 1.0)  # cpu, mem preemption thresholds
+    preempt_cpu_count: int = 1
+    monitor_s: float = 3.0
+
+    @property
+    def overallocating(self) -> bool:
+        return self.overalloc[0] > 0 or self.overalloc[1] > 0
+
+
+@njit(cache=True)
+def _start(at, slots, nodes, ht, hs, hslot, hep, counters, t_duration, t_req, t_used,
+           t_state, t_node, t_start, t_first, t_attempts, t_epoch, t_flags, t_work0,
+           t_inp, t_input_mb, t_loc, t_read, t_extra, t_since, open_flag, inputs_flag,
+           n_oalloc, n_used, n_ncont, n_speed, n_dirty, n_rack, read_rate):
+    """Start (or resume) opportunistic containers ``slots`` on ``nodes`` at ``at``."""
+    for j in range(len(slots)):
+        s = slots[j]
+        nd = nodes[j]
+        for k in range(3):
+            n_oalloc[nd, k] += t_req[s, k]
+        for k in range(2):
+            n_used[nd, k] += t_used[s, k] if not np.isnan(t_used[s, k]) else t_req[s, k]
+        n_ncont[nd] += 1
+        n_dirty[nd] = True
+        resumed = (t_flags[s] & PAUSED) != 0
+        t_flags[s] = (t_flags[s] & ~PAUSED) | OPPORTUNISTIC
+        t_state[s] = RUNNING
+        t_node[s] = nd
+        t_start[s] = at
+        if np.isnan(t_first[s]):
+            t_first[s] = at
+        if not np.isnan(t_since[s]):
+            t_extra[s, X_OPP_QUEUE_S] += at - t_since[s]
+        t_since[s] = np.nan
+        t_extra[s, X_OPP] = 1.0
+        level = 0
+        mb = 0.0
+        if not resumed:
+            t_attempts[s] += 1
+            t_extra[s, X_OPP_STARTS] += 1.0
+            if t_flags[s] & inputs_flag:
+                level = locality_level(t_inp[s], nd, n_rack)
+                t_loc[s] = level
+            mb = t_input_mb[s]
+            if level > 0 and mb > 0:
+                t_read[s, level - 1] += mb
+        left = t_duration[s] - t_work0[s]
+        end = np.inf if t_flags[s] & open_flag else at + run_time(
+            left, n_speed[nd], mb, level, read_rate)
+        heap_push(ht, hs, hslot, hep, counters, end, s, t_epoch[s])
+
+
+class NodeManagers:
+    """The NodeManagers of every node slot: queues, running opportunistic containers,
+    utilization checks.  Counters: ``rejected`` (queue full), ``shed`` (queue limit),
+    ``killed`` and ``paused`` (by reason: ``guaranteed``, ``overalloc``)."""
+
+    def __init__(self, n_nodes: int, options: NMOptions) -> None:
+        self.o = options
+        self.queue: list[list[int]] = [[] for _ in range(n_nodes)]
+        # running opportunistic containers per node in start order, as (slot, run_seq):
+        # entries of runs that ended since are dropped lazily (:meth:`_live`)
+        self.running: list[list[tuple[int, int]]] = [[] for _ in range(n_nodes)]
+        self.active: set[int] = set()  # nodes with queued or running opportunistic work
+        self.cpu_over = np.zeros(n_nodes, dtype=np.int64)
+        self.next_check_s = -np.inf
+        self.counts = {"rejected": 0, "shed": 0, "killed_guaranteed": 0,
+                       "killed_overalloc": 0, "paused_guaranteed": 0, "paused_overalloc": 0,
+                       "checks": 0}
+
+    def sync(self, sim: Simulation, nd: int) -> None:
+        """Node ``nd``'s queue length and oldest queue time as the RM sees them."""
+        n, q = sim.cluster.nodes, self.queue[nd]
+        n.oppq[nd] = len(q)
+        n.oppq_since[nd] = sim.tasks.nmq_since[q[0]] if q else np.nan
+
+    # -- the RM sends containers --------------------------------------------------------
+    def dispatch(self, sim: Simulation, at: float, slots: np.ndarray, nodes: np.ndarray
+                 ) -> list[int]:
+        """Containers ``slots`` (just taken off the RM's queue) arrive at ``nodes``; return
+        the rejected ones (the caller sends them back to the RM)."""
+        n, t = sim.cluster.nodes, sim.tasks
+        rejected: list[int] = []
+        for s, nd in zip(slots.tolist(), nodes.tolist(), strict=True):
+            q = self.queue[nd]
+            if not q and self._fits_room(n, t.req[s], nd):
+                self._start(sim, at, [s], nd)
+            elif len(q) < self.o.max_queue:
+                q.append(s)
+                t.state[s] = NM_QUEUED
+                t.nmq_since[s] = at
+                self.sync(sim, nd)
+                self.active.add(nd)
+            else:
+                rejected.append(s)
+        self.counts["rejected"] += len(rejected)
+        return rejected
+
+    @staticmethod
+    def _fits_room(n: object, req: np.ndarray, nd: int, headroom: np.ndarray | None = None
+                   ) -> bool:
+        """Whether ``req`` fits node ``nd``'s unallocated room or, at a utilization check,
+        its over-allocation ``headroom`` (cpu, mem; the GPU always by allocation)."""
+        slack = EPS * n.cap[nd] + 1e-12
+        free = n.cap[nd] - n.alloc[nd] - n.oalloc[nd]
+        if np.all(req <= free + slack):
+            return True
+        return headroom is not None and bool(
+            np.all(req[:2] <= headroom + slack[:2]) and req[2] <= free[2] + slack[2])
+
+    def _start(self, sim: Simulation, at: float, slots: list[int], nd: int) -> None:
+        t, n, h = sim.tasks, sim.cluster.nodes, sim.heap
+        arr = np.asarray(slots, dtype=np.int64)
+        nodes = np.full(len(arr), nd, dtype=np.int64)
+        sim.usage.start(t, at, arr, nodes, n.speed)
+        h.reserve(int(t.counters[HEAP_N]), len(arr))
+        _start(at, arr, nodes, h.time, h.seq, h.slot, h.epoch, t.counters, t.duration, t.req,
+               t.used, t.state, t.node, t.start, t.first_start, t.attempts, t.epoch, t.flags,
+               t.work0, t.inp, t.input_mb, t.locality, t.read, t.extra, t.nmq_since,
+               sim.open_flag, 1, n.oalloc, n.used, n.ncont, n.speed, n.dirty, n.rack,
+               sim._read_rate)
+        self.running[nd].extend(zip(slots, t.run_seq[arr].tolist(), strict=True))
+        self.active.add(nd)
+        sim.events += len(slots)
+        sim.last_s = max(sim.last_s, at)
+
+    # -- room appears: start queued containers -----------------------------------------
+    def start_queued(self, sim: Simulation, at: float, nodes: list[int],
+                     headroom: dict[int, np.ndarray] | None = None) -> None:
+        """Start queued containers, FIFO, on ``nodes`` while the head fits (``headroom``:
+        per-node over-allocation room, at utilization checks)."""
+        n, t = sim.cluster.nodes, sim.tasks
+        for nd in nodes:
+            q = self.queue[nd]
+            if not q or n.state[nd] != 2:
+                continue
+            room = None if headroom is None else headroom.get(nd)
+            while q:
+                s = q[0]
+                if not self._fits_room(n, t.req[s], nd, room):
+                    break
+                q.pop(0)
+                self.sync(sim, nd)
+                if room is not None:
+                    room = room - t.req[s, :2]
+                self._start(sim, at, [s], nd)
+
+    # -- guaranteed containers need room ------------------------------------------------
+    def make_room(self, sim: Simulation, at: float, nodes: np.ndarray) -> None:
+        """After guaranteed placements on ``nodes``: kill (pause) opportunistic containers,
+        most recently started first, until each node's allocation fits its capacity."""
+        n = sim.cluster.nodes
+        for nd in np.unique(nodes).tolist():
+            over = n.alloc[nd] + n.oalloc[nd] - n.cap[nd] * (1 + EPS) - 1e-12
+            if not np.any(over > 0):
+                continue
+            run = self._live(sim, nd)
+            victims: list[int] = []
+            k = len(run)
+            while k > 0 and np.any(over > 0):
+                k -= 1
+                victims.append(run[k])
+                over = over - sim.tasks.req[run[k]]
+            if victims:
+                self._reclaim(sim, at, nd, victims, "guaranteed")
+
+    def _live(self, sim: Simulation, nd: int) -> list[int]:
+        """Slots of node ``nd``'s running opportunistic containers, oldest first."""
+        t = sim.tasks
+        live = [(s, r) for s, r in self.running[nd]
+                if t.run_seq[s] == r and t.state[s] == RUNNING and t.node[s] == nd]
+        self.running[nd] = live
+        return [s for s, _ in live]
+
+    def _reclaim(self, sim: Simulation, at: float, nd: int, victims: list[int],
+                 reason: str) -> None:
+        gone = set(victims)
+        self.running[nd] = [e for e in self.running[nd] if e[0] not in gone]
+        arr = np.asarray(victims, dtype=np.int64)
+        if self.o.pause:
+            self.counts[f"paused_{reason}"] += len(victims)
+            self._pause(sim, at, nd, arr)
+        else:
+            self.counts[f"killed_{reason}"] += len(victims)
+            sim._stop(at, arr, requeue=True, reason="opp_kill")
+
+    def _pause(self, sim: Simulation, at: float, nd: int, slots: np.ndarray) -> None:
+        t = sim.tasks
+        done = sim.release_runs(at, slots)
+        t.work0[slots] = done
+        t.state[slots] = NM_QUEUED
+        t.flags[slots] = (t.flags[slots] & ~OPPORTUNISTIC) | PAUSED
+        t.node[slots] = -1
+        t.start[slots] = np.nan
+        t.nmq_since[slots] = at
+        t.extra[slots, X_OPP_PAUSES] += 1
+        self.queue[nd].extend(slots.tolist())
+        self.sync(sim, nd)
+
+    # -- the RM's queue limit -----------------------------------------------------------
+    def shed(self, sim: Simulation, at: float, limit: int) -> np.ndarray:
+        """Keep the first ``limit`` queued containers on each node; return the others'
+        slots (the caller sends them back to the RM)."""
+        out: list[int] = []
+        t = sim.tasks
+        for nd in sorted(self.active):
+            q = self.queue[nd]
+            if len(q) > limit:
+                out.extend(q[limit:])
+                del q[limit:]
+                self.sync(sim, nd)
+        arr = np.asarray(out, dtype=np.int64)
+        if len(arr):
+            t.extra[arr, X_OPP_SHED] += 1
+            self.counts["shed"] += len(arr)
+        return arr
+
+    def take_queued(self, nd: int) -> np.ndarray:
+        """Empty node ``nd``'s queue (the node went down); return the slots."""
+        q = self.queue[nd]
+        self.queue[nd] = []
+        self.running[nd] = []
+        self.active.discard(nd)
+        return np.asarray(q, dtype=np.int64)
+
+    def queued_slots(self) -> np.ndarray:
+        """Every queued (or paused) container's slot."""
+        return np.asarray([s for nd in sorted(self.active) for s in self.queue[nd]],
+                          dtype=np.int64)
+
+    # -- utilization checks (over-allocation) -------------------------------------------
+    def _grid_after(self, now: float) -> float:
+        step = self.o.monitor_s
+        return float(np.floor(now / step) + 1) * step if np.isfinite(now) else 0.0
+
+    def next_check(self, now: float) -> float:
+        """Time of the next utilization check that can change anything, or +inf."""
+        if not self.o.overallocating or not self.active:
+            return np.inf
+        return max(self._grid_after(now), self.next_check_s)
+
+    def check(self, sim: Simulation, at: float) -> None:
+        """A utilization check on every node with opportunistic work (over-allocation on);
+        checks fall on the ``monitor_s`` grid."""
+        if not self.o.overallocating or at < self.next_check_s:
+            return
+        self.next_check_s = self._grid_after(at)
+        if not self.active:
+            return
+        self.counts["checks"] += 1
+        n, t = sim.cluster.nodes, sim.tasks
+        over_c, over_m = self.o.overalloc
+        pre_c, pre_m = self.o.preempt
+        headroom: dict[int, np.ndarray] = {}
+        for nd in sorted(self.active):
+            if n.state[nd] != 2:
+                continue
+            cap = n.cap[nd]
+            used = n.used[nd].copy()
+            cpu_hot = used[0] > pre_c * cap[0] * (1 + EPS)
+            self.cpu_over[nd] = self.cpu_over[nd] + 1 if cpu_hot else 0
+            cut_c = cpu_hot and self.cpu_over[nd] >= self.o.preempt_cpu_count
+            cut_m = used[1] > pre_m * cap[1] * (1 + EPS)
+            run = self._live(sim, nd) if (cut_c or cut_m) else []
+            if run:
+                victims: list[int] = []
+                k = len(run)
+                while k > 0 and ((cut_c and used[0] > pre_c * cap[0]) or
+                                 (cut_m and used[1] > pre_m * cap[1])):
+                    k -= 1
+                    s = run[k]
+                    victims.append(s)
+                    used -= np.where(np.isnan(t.used[s]), t.req[s, :2], t.used[s])
+                if cut_c:
+                    self.cpu_over[nd] = 0
+                self._reclaim(sim, at, nd, victims, "overalloc")
+            if self.queue[nd]:
+                headroom[nd] = np.array([over_c * cap[0] - n.used[nd, 0],
+                                         over_m * cap[1] - n.used[nd, 1]])
+        self.start_queued(sim, at, sorted(headroom), headroom)
+        self._settle(sim)
+
+    def _settle(self, sim: Simulation) -> None:
+        self.active = {nd for nd in self.active if self.queue[nd] or self._live(sim, nd)}
+
+    def settle(self, sim: Simulation) -> None:
+        """Drop nodes with no opportunistic work left from the active set."""
+        self._settle(sim)
+
+
+def running_mask(t: object, slots: np.ndarray) -> np.ndarray:
+    """Which of ``slots`` hold an opportunistic container now."""
+    return (t.flags[slots] & OPPORTUNISTIC) != 0
+
+
+__all__ = ["NM_QUEUED", "NMOptions", "NodeManagers", "running_mask"]
