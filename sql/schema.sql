@@ -61,6 +61,18 @@ alter table task_runs add column if not exists remaining_s double;
 alter table task_runs add column if not exists censored boolean;
 alter table task_runs add column if not exists duration_s double;
 alter table task_runs add column if not exists ready_s double;  -- demand in queue_share_over_time
+-- Opportunistic containers and over-allocation (runs with `opp_*` parameters; all zero or
+-- false otherwise, null for runs that predate them), and each task's measured usage
+-- integrated over its run time (null where the trace measured none): opportunistic_effect.
+alter table task_runs add column if not exists opportunistic boolean;
+alter table task_runs add column if not exists opp_starts integer;
+alter table task_runs add column if not exists opp_kills integer;
+alter table task_runs add column if not exists opp_pauses integer;
+alter table task_runs add column if not exists opp_shed integer;
+alter table task_runs add column if not exists opp_queue_s double;
+alter table task_runs add column if not exists opp_wasted_s double;
+alter table task_runs add column if not exists used_cpu_s double;
+alter table task_runs add column if not exists used_mem_s double;
 
 -- The queue configuration of runs whose policy has queues (queues.parquet; optional).
 -- Shares are fractions of the cluster; guaranteed_<r>/max_<r> in the trace's units.

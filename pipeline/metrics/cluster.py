@@ -6,9 +6,11 @@ observation window, or the whole run when it drained past it (``--drain``).  Pro
 capacity is every node interval inside the window, booting time included (a booting node is
 billed).  Allocated work counts each task's last attempt (``start_s`` to ``end_s``, or to the
 end of the window when it was still running), clipped to the window, plus the run time its
-earlier attempts lost (``wasted_s``), at the task's requested resources; used work does the
-same with the measured ``cpu_used``/``mem_used``, over the tasks where the trace measured
-them.
+earlier attempts lost (``wasted_s``), at the task's requested resources.  Used work is the
+sum of each task's measured usage integral (``used_cpu_s``/``used_mem_s``, written by replays
+since opportunistic containers; not clipped to the window) or, in older run directories, the
+same as allocated work with the measured mean ``cpu_used``/``mem_used``, over the tasks where
+the trace measured them.
 """
 
 from __future__ import annotations
@@ -71,7 +73,20 @@ def util_alloc(task_runs: pl.DataFrame, node_intervals: pl.DataFrame, resource: 
 
 def util_used(task_runs: pl.DataFrame, node_intervals: pl.DataFrame, resource: str,
               end_s: float, start_s: float = -math.inf) -> float | None:
-    """Measured usage / provisioned ``resource``; None when the trace measured no usage."""
+    """Measured usage / provisioned ``resource``; None when the trace measured no usage.
+
+    Replays that write ``used_<resource>_s`` (the integral of each task's measured usage over
+    its run time, which with over-allocation differs from a mean usage times the time it
+    held its request) are measured by it; older run directories by the mean ``<resource>_used``
+    times the time each task held its request.
+    """
+    integral = f"used_{resource}_s"
+    if integral in task_runs.columns:
+        known = task_runs.filter(pl.col(integral).is_not_null())
+        if known.height == 0:
+            return None
+        used = known.select(pl.col(integral).sum()).item() or 0.0
+        return _ratio(float(used), provisioned(node_intervals, resource, start_s, end_s))
     col = f"{resource}_used"
     known = task_runs.filter(pl.col(col).is_not_null())
     if known.height == 0:

@@ -3,7 +3,8 @@
 Metrics are computed downstream of the core, once, from ``task_runs`` and
 ``node_intervals`` (never inside the simulation); each comes from a pure function named after
 what it returns.  ``value`` is null when a metric is undefined for the run (no measured
-usage, no task with inputs, no finished job).
+usage, no task with inputs, no finished job, or a run without opportunistic containers for
+the ``opp_*`` and ``jct_guaranteed_*`` metrics: :mod:`pipeline.metrics.opportunistic`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from functools import cached_property
 import polars as pl
 
 from pipeline.metrics import cluster as c
+from pipeline.metrics import opportunistic as o
 from pipeline.metrics import tasks as t
 from pipeline.metrics.fairness import FairnessIndices, fairness_indices
 
@@ -24,13 +26,16 @@ class RunFrames:
     """A run's two tables and its measurement window, with intermediate frames computed once.
 
     ``[start_s, end_s]`` is the measurement window: the trace's observation window, or the
-    whole run when it drained past it.
+    whole run when it drained past it.  ``opportunistic``: whether the run's parameters
+    turned opportunistic containers on (any ``opp_*`` key), None when not known (then the
+    task records tell: :func:`pipeline.metrics.opportunistic.layer_on`).
     """
 
     task_runs: pl.DataFrame
     node_intervals: pl.DataFrame
     end_s: float
     start_s: float = 0.0
+    opportunistic: bool | None = None
 
     @cached_property
     def jobs(self) -> pl.DataFrame:
@@ -43,6 +48,10 @@ class RunFrames:
     @cached_property
     def preempted(self) -> pl.DataFrame:
         return t.preemptions_per_task(self.task_runs)
+
+    @cached_property
+    def opp_on(self) -> bool:
+        return o.layer_on(self.task_runs, self.opportunistic)
 
     @cached_property
     def fairness(self) -> FairnessIndices:
@@ -63,6 +72,11 @@ Metric = Callable[[RunFrames], float | int | None]
 
 def _q(frame: str, column: str, q: float) -> Metric:
     return lambda r: t.quantile(getattr(r, frame), column, q)
+
+
+def _opp(column: str) -> Metric:
+    """The run's total of a per-task opportunistic column; None without the layer."""
+    return lambda r: o.opp_count(r.task_runs, column, r.opp_on)
 
 
 # name -> (unit, function of the run's frames)
@@ -101,6 +115,18 @@ METRICS: dict[str, tuple[str, Metric]] = {
                                                                1.0)),
     "evictions": ("count", lambda r: t.evictions(r.task_runs)),
     "wasted_task_s": ("s", lambda r: t.wasted_task_s(r.task_runs)),
+    "opp_started": ("count", _opp("opp_starts")),
+    "opp_killed": ("count", _opp("opp_kills")),
+    "opp_paused": ("count", _opp("opp_pauses")),
+    "opp_shed": ("count", _opp("opp_shed")),
+    "opp_finished": ("count", lambda r: o.opp_finished(r.task_runs, r.opp_on)),
+    "opp_wasted_task_s": ("s", _opp("opp_wasted_s")),
+    "opp_queue_p50_s": ("s", lambda r: o.opp_queue_quantile_s(r.task_runs, 0.50, r.opp_on)),
+    "opp_queue_p95_s": ("s", lambda r: o.opp_queue_quantile_s(r.task_runs, 0.95, r.opp_on)),
+    "jct_guaranteed_p50_s": ("s", lambda r: o.jct_guaranteed_quantile_s(
+        r.task_runs, r.jobs, 0.50, r.opp_on)),
+    "jct_guaranteed_p95_s": ("s", lambda r: o.jct_guaranteed_quantile_s(
+        r.task_runs, r.jobs, 0.95, r.opp_on)),
 }
 
 METRICS_SCHEMA = {"run_id": pl.String, "metric": pl.String, "value": pl.Float64,
@@ -108,9 +134,14 @@ METRICS_SCHEMA = {"run_id": pl.String, "metric": pl.String, "value": pl.Float64,
 
 
 def metrics_table(run_id: str, task_runs: pl.DataFrame, node_intervals: pl.DataFrame,
-                  end_s: float, start_s: float = 0.0) -> pl.DataFrame:
-    """All metrics of one run over its measurement window, one row each, in a fixed order."""
-    frames = RunFrames(task_runs, node_intervals, end_s, start_s)
+                  end_s: float, start_s: float = 0.0, *,
+                  opportunistic: bool | None = None) -> pl.DataFrame:
+    """All metrics of one run over its measurement window, one row each, in a fixed order.
+
+    ``opportunistic``: whether the run has ``opp_*`` parameters (pass it when known, so a run
+    with the layer on where nothing ran opportunistic gets 0s rather than nulls).
+    """
+    frames = RunFrames(task_runs, node_intervals, end_s, start_s, opportunistic)
     rows = []
     for name, (unit, fn) in METRICS.items():
         value = fn(frames)

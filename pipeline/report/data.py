@@ -15,6 +15,8 @@ VIEWS = ("policy_summary", "cost_savings", "utilization_over_time", "fairness_vs
          "unschedulable_work", "queue_share_over_time", "queue_summary",
          "scheduler_comparison", "trace_summary", "completion_cdf", "queue_waits",
          "run_peaks", "locality_by_job_size")
+# views a warehouse loaded before they existed may lack (read as empty frames)
+OPTIONAL_VIEWS = ("opportunistic_effect",)
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class ReportData:
     peaks: pl.DataFrame = field(default_factory=pl.DataFrame)  # run_peaks
     runs: pl.DataFrame = field(default_factory=pl.DataFrame)  # runs: cluster and settings
     locality_bins: pl.DataFrame = field(default_factory=pl.DataFrame)  # locality_by_job_size
+    # opportunistic_effect: runs with opportunistic containers beside their runs without
+    opportunistic: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def has_queues(self) -> bool:
@@ -72,7 +76,8 @@ class ReportData:
                           maybe(self.queue_shares), runs_of(self.queue_summary),
                           maybe(self.comparison), maybe(self.traces_info),
                           maybe(self.distributions), maybe(self.queue_waits),
-                          maybe(self.peaks), maybe(self.runs), maybe(self.locality_bins))
+                          maybe(self.peaks), maybe(self.runs), maybe(self.locality_bins),
+                          maybe(self.opportunistic))
 
 
 def read_report_data(db: Path, baseline: str) -> ReportData:
@@ -92,6 +97,8 @@ def read_report_data(db: Path, baseline: str) -> ReportData:
             )
         con.execute("set variable baseline_policy = ?", [baseline])
         frames = {view: _frame(con, view, db) for view in (*VIEWS, "runs")}
+        frames |= {view: _frame(con, view, db) if _has_view(con, view) else pl.DataFrame()
+                   for view in OPTIONAL_VIEWS}
     return ReportData(
         baseline,
         summary=frames["policy_summary"],
@@ -108,6 +115,7 @@ def read_report_data(db: Path, baseline: str) -> ReportData:
         peaks=frames["run_peaks"],
         runs=frames["runs"],
         locality_bins=frames["locality_by_job_size"],
+        opportunistic=frames["opportunistic_effect"],
     )
 
 
@@ -117,6 +125,12 @@ def _has_runs(con: duckdb.DuckDBPyConnection) -> bool:
     except duckdb.CatalogException:
         return False
     return bool(row and row[0])
+
+
+def _has_view(con: duckdb.DuckDBPyConnection, view: str) -> bool:
+    rows = con.execute("select count(*) from duckdb_views() where view_name = ?",
+                       [view]).fetchall()
+    return bool(rows and rows[0][0])
 
 
 def _policies(con: duckdb.DuckDBPyConnection) -> list[str]:

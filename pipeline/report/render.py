@@ -112,7 +112,7 @@ def html_section(section: Section, chart_id: str | None) -> str:
     return "\n".join(parts)
 
 
-_NUMERIC = re.compile(r"^[-+$]?[\d,.]+(e[-+]?\d+)?( ?(s|min|h|d|%))?$|^\u2013$")
+_NUMERIC = re.compile(r"^[-+$]?[\d,.]+(e[-+]?\d+)?( ?(s|min|h|d|%|pts|\u00d7))?$|^\u2013$")
 
 
 def _numeric_columns(frame: pl.DataFrame) -> list[bool]:

@@ -5,8 +5,9 @@
 2. What the numbers assume (:mod:`.assumptions`), with each run's settings folded away.
 3. What the replays show (:mod:`.observations`, and :mod:`.locality` on data locality).
 4. The distributions of job completion and wait, the schedulers compared per cluster, the
-   queues, data locality (traces with input data only), capacity over time, utilization,
-   fairness, and the work left undone.
+   queues, data locality (traces with input data only), over-subscription (traces with
+   opportunistic-container runs only: :mod:`.opportunistic`), capacity over time,
+   utilization, fairness, and the work left undone.
 5. Every run (folded away).
 Each section has at most one chart, a main table that fits the page (human column names,
 rounded), and optional folded tables; every table is also written as CSV, unrounded.
@@ -20,7 +21,15 @@ from dataclasses import dataclass, field
 import altair as alt
 import polars as pl
 
-from pipeline.report import answer_charts, charts, locality, locality_charts, palette
+from pipeline.report import (
+    answer_charts,
+    charts,
+    locality,
+    locality_charts,
+    opportunistic,
+    opportunistic_charts,
+    palette,
+)
 from pipeline.report.assumptions import (
     cluster_lines,
     empty_metric_lines,
@@ -91,6 +100,7 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
             note=DISTRIBUTION_NOTE))
     sections += comparison_sections(data, labels)
     sections += locality_sections(data, labels)
+    sections += oversubscription_sections(data, labels)
     sections += capacity_sections(data, labels)
     sections.append(Section(
         "backlog", "Work not done", None,
@@ -241,6 +251,18 @@ def locality_sections(data: ReportData, labels: list[str]) -> list[Section]:
             locality_charts.job_size_chart(bins, labels), locality.job_size_table(bins),
             locality.JOB_SIZE_NOTE, raw=bins))
     return sections
+
+
+def oversubscription_sections(data: ReportData, labels: list[str]) -> list[Section]:
+    """Opportunistic containers and over-allocation against the same runs without them:
+    utilization gained and what it cost; none when no run of the trace used them."""
+    if not opportunistic.has_opportunistic(data.opportunistic):
+        return []
+    rows = opportunistic.settings_table(data.opportunistic)
+    return [Section(
+        "oversubscription", "Over-subscription",
+        opportunistic_charts.gain_loss_chart(rows, labels), opportunistic.table(rows),
+        opportunistic.NOTE, lead=opportunistic.payer_paragraph(rows), raw=rows)]
 
 
 def capacity_sections(data: ReportData, labels: list[str]) -> list[Section]:

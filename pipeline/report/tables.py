@@ -70,6 +70,16 @@ def gib(value: object) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else _num(v, 2)
 
 
+def points(value: object) -> str:
+    """Percentage points, signed: +12.3 pts."""
+    return f"{float(value):+.1f} pts"  # type: ignore[arg-type]
+
+
+def times(value: object) -> str:
+    """A ratio as a multiple: 1.25 followed by a multiplication sign."""
+    return f"{float(value):.2f}\u00d7"  # type: ignore[arg-type]
+
+
 def text(value: object) -> str:
     return str(value)
 
@@ -146,6 +156,20 @@ COLUMNS: dict[str, tuple[str, Format]] = {
     "bin": ("Job size (tasks with input)", text),
     "jobs": ("Jobs", count),
     "tasks_with_inputs": ("Tasks with input", count),
+    "opp_settings": ("Opportunistic settings", text),
+    "util_used_cpu_change": ("CPU used, before → after", text),
+    "util_used_mem_change": ("Memory used, before → after", text),
+    "util_used_cpu_gain_pts": ("CPU used gain", points),
+    "util_used_mem_gain_pts": ("Memory used gain", points),
+    "opp_started": ("Opportunistic started", count),
+    "opp_killed": ("Killed", count),
+    "opp_paused": ("Paused", count),
+    "opp_wasted_task_s": ("Work lost (task-h)", task_hours),
+    "opp_wasted_share": ("Work lost (% of work)", share),
+    "guaranteed_slowdown_mean": ("Guaranteed slowdown (mean)", times),
+    "guaranteed_slowdown_p95": ("Guaranteed slowdown (p95)", times),
+    "opp_queue_p50_s": ("NM queue wait p50", duration),
+    "opp_queue_p95_s": ("NM queue wait p95", duration),
     "run_id": ("Run", text),
     "params_text": ("Settings used", text),
 }

@@ -2,7 +2,10 @@
 -- (tasks with start_s <= t < end_s there: ends free capacity before starts at the same
 -- instant, and tasks starting together count for each other) fit the
 -- capacity of the node interval provisioned at that time, and some interval is provisioned.
--- task_runs holds each task's last attempt, so earlier attempts are not seen.
+-- task_runs holds each task's last attempt, so earlier attempts are not seen.  Opportunistic
+-- containers (`task_runs.opportunistic`: runs with `opp_*` parameters) are left out: they
+-- run beyond the allocated capacity by design (NM queues, over-allocation) and are killed
+-- or paused when the guaranteed ones need the room; guaranteed containers must still fit.
 with scope as (
     select * from check_scope
 ),
@@ -20,6 +23,7 @@ placed as (
            coalesce(mem, 0) as mem
     from task_runs
     where start_s is not null and machine_id is not null
+      and not coalesce(opportunistic, false)
 ),
 
 events as (

@@ -1,7 +1,7 @@
 -- One row per run: what was replayed (trace, policy, params, seed) and its metrics as columns.
 -- `label` names what was replayed apart from the seed, for charts: the policy, the parameters
 -- whose values differ between the trace's runs of that policy (`policy k=v,k=v`; all of them
--- are in `params_text`), the cluster mode unless fixed (`[elastic]`), and where two different
+-- are in `params_text`; an `opp_*` parameter only where the run set it), the cluster mode unless fixed (`[elastic]`), and where two different
 -- configurations would still look alike, a short hash of the configuration (`#1a2b3c`).
 -- `params` are the settings the run used (configuration files included; `runs.settings`
 -- says where each came from).  Metrics are over `measured_from_s`..`measured_to_s`: the
@@ -83,6 +83,8 @@ varying_params as (
             as varying_text
     from param_values
     join varying_keys using (trace, policy, key)
+    -- a run without the opportunistic layer is the policy's plain run, not `opp_by=null,...`
+    where not (starts_with(key, 'opp_') and value is null)
     group by run_id
 ),
 

@@ -30,3 +30,17 @@ def tasks(rows: list[dict[str, Any]]) -> pl.DataFrame:
         "first_start_s": pl.Float64, "start_s": pl.Float64, "end_s": pl.Float64,
         "cpu_used": pl.Float64, "mem_used": pl.Float64, "ready_s": pl.Float64,
         "locality": pl.String, "remaining_s": pl.Float64})
+
+
+OPP_DEFAULTS: dict[str, Any] = {"opportunistic": False, "opp_starts": 0, "opp_kills": 0,
+                                "opp_pauses": 0, "opp_shed": 0, "opp_queue_s": 0.0,
+                                "opp_wasted_s": 0.0, "used_cpu_s": None, "used_mem_s": None}
+
+
+def opp_tasks(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """Task runs with the opportunistic-container columns a replay writes since the layer
+    (defaults: a guaranteed task, no usage measured)."""
+    frame = tasks([{**OPP_DEFAULTS, **r} for r in rows])
+    return frame.with_columns(
+        pl.col("opp_starts", "opp_kills", "opp_pauses", "opp_shed").cast(pl.Int32),
+        pl.col("opp_queue_s", "opp_wasted_s", "used_cpu_s", "used_mem_s").cast(pl.Float64))

@@ -196,3 +196,65 @@ def demo_runs(root: Path, seed: int = 0, **kwargs: Any) -> list[Path]:
         write_run(root, "packing", demo_tasks(True), demo_intervals(True), trace_path=trace,
                   seed=seed, params={"slack": 0.1}, cluster_mode="elastic", **kwargs),
     ]
+
+
+# Opportunistic containers (runs with `opp_*` parameters) and the columns they add.
+OPP_PARAMS = {"opp_by": "percent", "opp_percent": 30, "opp_overalloc_mem": 0.75,
+              "opp_preempt_mem": 0.9, "opp_pause": True}
+OPP_NODES = [NodeInterval("m0", 0.0, 3600.0), NodeInterval("m1", 0.0, 3600.0)]
+# task -> (job, start, end, machine); c1 and d1 are opportunistic in the opp run only
+BASE = {"a1": ("jA", 0.0, 100.0, "m0"), "a2": ("jA", 0.0, 200.0, "m0"),
+        "b1": ("jB", 0.0, 400.0, "m1"), "c1": ("jC", 200.0, 350.0, "m0"),
+        "d1": ("jD", 400.0, 500.0, "m1")}
+# jA slower (300 s against 200 s), jB the same; c1 runs beside a1 and a2 beyond m0's 4 cpus
+OPP = {**BASE, "a2": ("jA", 0.0, 300.0, "m0"), "c1": ("jC", 0.0, 150.0, "m0"),
+       "d1": ("jD", 30.0, 130.0, "m1")}
+DURATION_S = {"a1": 100.0, "a2": 200.0, "b1": 400.0, "c1": 150.0, "d1": 100.0}
+# task -> (opportunistic, opp_starts, opp_kills, opp_pauses, opp_queue_s, opp_wasted_s)
+OPP_COLUMNS = {"c1": (True, 2, 1, 0, 10.0, 50.0), "d1": (True, 1, 0, 1, 30.0, 0.0)}
+OPP_METRICS = {"opp_started": 3.0, "opp_killed": 1.0, "opp_paused": 1.0, "opp_shed": 0.0,
+               "opp_finished": 2.0, "opp_wasted_task_s": 50.0, "opp_queue_p50_s": 20.0,
+               "opp_queue_p95_s": 29.0, "util_used_cpu": 0.5, "util_used_mem": 0.4}
+
+
+def opp_tasks(placement: dict[str, tuple[str, float, float, str]]) -> list[TaskRun]:
+    return [TaskRun(t, job, "u", 0.0, start, end, machine, "finished", cpu=2.0, mem=2.0)
+            for t, (job, start, end, machine) in placement.items()]
+
+
+def with_opp_columns(opp: bool) -> Edit:
+    """An ``edit_tasks`` adding the columns a replay writes since opportunistic containers."""
+    def edit(table: pa.Table) -> pa.Table:
+        ids = table["task_id"].to_pylist()
+        rows = [OPP_COLUMNS.get(t, (False, 0, 0, 0, 0.0, 0.0)) if opp
+                else (False, 0, 0, 0, 0.0, 0.0) for t in ids]
+        columns = {"duration_s": (pa.float64(), [DURATION_S[t] for t in ids]),
+                   "opportunistic": (pa.bool_(), [r[0] for r in rows]),
+                   "opp_starts": (pa.int32(), [r[1] for r in rows]),
+                   "opp_kills": (pa.int32(), [r[2] for r in rows]),
+                   "opp_pauses": (pa.int32(), [r[3] for r in rows]),
+                   "opp_shed": (pa.int32(), [0] * len(ids)),
+                   "opp_queue_s": (pa.float64(), [r[4] for r in rows]),
+                   "opp_wasted_s": (pa.float64(), [r[5] for r in rows]),
+                   "first_start_s": (pa.float64(), table["start_s"].to_pylist())}
+        for name, (kind, values) in columns.items():
+            table = table.append_column(name, pa.array(values, kind))
+        return table
+    return edit
+
+
+def opportunistic_runs(root: Path) -> list[Path]:
+    """yarn-uniform without and with opportunistic containers (``OPP_PARAMS``) on seed 0, and
+    with them on seed 1 (no run without them to compare with); ``OPP_METRICS`` as metrics."""
+    trace = write_trace(root, tasks=len(BASE))
+    return [
+        write_run(root, "yarn-uniform", opp_tasks(BASE), OPP_NODES, trace_path=trace,
+                  edit_tasks=with_opp_columns(False),
+                  metric_overrides={"util_used_cpu": 0.3, "util_used_mem": 0.35}),
+        write_run(root, "yarn-uniform", opp_tasks(OPP), OPP_NODES, trace_path=trace,
+                  params=OPP_PARAMS, edit_tasks=with_opp_columns(True),
+                  metric_overrides=OPP_METRICS),
+        write_run(root, "yarn-uniform", opp_tasks(OPP), OPP_NODES, trace_path=trace,
+                  params=OPP_PARAMS, seed=1, edit_tasks=with_opp_columns(True),
+                  metric_overrides=OPP_METRICS),
+    ]

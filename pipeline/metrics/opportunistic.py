@@ -1,0 +1,83 @@
+"""Opportunistic containers and over-allocation (YARN-2877 / YARN-1011) from ``task_runs``.
+
+A run turns the layer on with ``opp_*`` policy parameters; the replay then writes, per task,
+``opportunistic`` (its last run was an opportunistic container), ``opp_starts``,
+``opp_kills``, ``opp_pauses``, ``opp_shed`` (counts), ``opp_queue_s`` (seconds waited in NM
+queues) and ``opp_wasted_s`` (run time lost to opportunistic kills).
+
+Every metric here is null for a run without the layer, never 0, so a table can tell "off"
+from "on, and nothing happened".  The rule (:func:`layer_on`): the metrics are defined when
+the run's ``task_runs`` has the opportunistic columns and either the caller says the layer
+was on (``opportunistic=True``: the run has an ``opp_*`` parameter) or, when the caller does
+not say, some task shows opportunistic activity (a start, a shed or an opportunistic last
+run).  Run directories written before the layer lack the columns: null.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.metrics.tasks import quantile
+
+OPP_COLUMNS = ("opportunistic", "opp_starts", "opp_kills", "opp_pauses", "opp_shed",
+               "opp_queue_s", "opp_wasted_s")
+
+
+def has_opportunistic_columns(task_runs: pl.DataFrame) -> bool:
+    """Whether ``task_runs`` carries the opportunistic columns (replays since the layer)."""
+    return all(c in task_runs.columns for c in OPP_COLUMNS)
+
+
+def layer_on(task_runs: pl.DataFrame, opportunistic: bool | None = None) -> bool:
+    """Whether the run used the opportunistic layer (see the module's rule).
+
+    ``opportunistic``: what the run's parameters say (any ``opp_*`` key), when known.
+    """
+    if not has_opportunistic_columns(task_runs) or opportunistic is False:
+        return False
+    if opportunistic:
+        return True
+    active = (pl.col("opp_starts").fill_null(0) > 0) | (pl.col("opp_shed").fill_null(0) > 0) | (
+        pl.col("opportunistic").fill_null(False))
+    return bool(task_runs.select(active.any()).item())
+
+
+def _total(task_runs: pl.DataFrame, column: str) -> float:
+    return float(task_runs.select(pl.col(column).fill_null(0).sum()).item() or 0)
+
+
+def opp_count(task_runs: pl.DataFrame, column: str, on: bool) -> float | None:
+    """The sum of a per-task count or time (``opp_starts``, ``opp_kills``, ...), None if off."""
+    return _total(task_runs, column) if on else None
+
+
+def opp_finished(task_runs: pl.DataFrame, on: bool) -> int | None:
+    """Tasks that finished on an opportunistic container (their last run), None if off."""
+    if not on:
+        return None
+    done = (pl.col("outcome") == "finished") & pl.col("opportunistic").fill_null(False)
+    return int(task_runs.select(done.sum()).item() or 0)
+
+
+def opp_queue_times(task_runs: pl.DataFrame) -> pl.DataFrame:
+    """``opp_queue_s`` of each task that started an opportunistic container."""
+    return task_runs.filter(pl.col("opp_starts").fill_null(0) > 0).select(
+        pl.col("opp_queue_s").fill_null(0.0))
+
+
+def opp_queue_quantile_s(task_runs: pl.DataFrame, q: float, on: bool) -> float | None:
+    """The ``q`` quantile of NM queueing time over tasks with an opportunistic start."""
+    return quantile(opp_queue_times(task_runs), "opp_queue_s", q) if on else None
+
+
+def guaranteed_jobs(task_runs: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
+    """``jobs`` (``job_id``, ``jct_s``) none of whose tasks ever started opportunistic."""
+    touched = task_runs.filter((pl.col("opp_starts").fill_null(0) > 0)
+                               | pl.col("opportunistic").fill_null(False))
+    return jobs.join(touched.select("job_id").unique(), on="job_id", how="anti")
+
+
+def jct_guaranteed_quantile_s(task_runs: pl.DataFrame, jobs: pl.DataFrame, q: float,
+                              on: bool) -> float | None:
+    """The ``q`` quantile of job completion time over the jobs that ran guaranteed only."""
+    return quantile(guaranteed_jobs(task_runs, jobs), "jct_s", q) if on else None
