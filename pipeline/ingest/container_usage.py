@@ -14,10 +14,11 @@ Mapping decisions (what, why):
   (cores: ``cpu_request``/100) and ``mem`` = percent/100 x the task's ``mem`` (1.0 = largest
   machine: ``mem_size``/100), the units of the tasks' requests.  A container resized during
   the trace has its largest request (as the task does).
-- times: a sample holds from its ``time_stamp`` until the container's next sample; the last
-  one for one sampling period (the container's median gap between samples, else
-  ``SAMPLE_PERIOD_S``) or until the task's end.  Times become seconds from the task's start
-  (``recorded_start_s``, its first container_meta row).
+- times: a sample holds from its ``time_stamp`` until the container's next sample, but for
+  at most ``HOLD_PERIODS`` sampling periods (the container's median gap between samples,
+  else ``SAMPLE_PERIOD_S``): a longer gap is missing data, where a replay uses the task's
+  mean usage; the last sample holds for one period or until the task's end.  Times become
+  seconds from the task's start (``recorded_start_s``, its first container_meta row).
 - counted (``rows_rejected["container_usage"]``): ``negative_usage``, ``missing_usage``
   (either percentage empty), ``unknown_task`` (container not among the tasks),
   ``outside_task_life`` (the sample's span misses the task's run), ``overlapping_sample``
@@ -53,6 +54,7 @@ CONTAINER_USAGE = RawTable(TABLE, "container_usage*.csv*", (
     Column("disk_io_percent", FLOAT),
 ), required=False)
 SAMPLE_PERIOD_S = 10.0  # [S] the smallest step between samples of machine_usage (10 s clock)
+HOLD_PERIODS = 3  # [A] a sample stands for at most three sampling periods (a longer gap: no data)
 
 
 def write_samples(frame: pl.DataFrame, file: int, path: Path, ledger: Ledger) -> None:
@@ -80,7 +82,8 @@ FROM read_parquet($samples)
 """
 SPANS_SQL = """
 CREATE OR REPLACE TEMP TABLE cu_spans AS
-SELECT *, coalesce(next_t, t + coalesce(period, {period})) AS t_end
+SELECT *, least(coalesce(next_t, t + coalesce(period, {period})),
+                t + {hold} * coalesce(period, {period})) AS t_end
 FROM (SELECT *, median(next_t - t) OVER (PARTITION BY task_id) AS period
       FROM (SELECT *, lead(t) OVER (PARTITION BY task_id ORDER BY t) AS next_t
             FROM cu_samples WHERE NOT duplicate))
@@ -121,7 +124,7 @@ def write_task_usage(
     """Write canonical ``task_usage`` from the sample files; count every sample's fate."""
     cap = "'infinity'::DOUBLE" if max_cpu is None else repr(float(max_cpu))
     con.execute(SAMPLES_SQL, {"samples": [str(p) for p in samples]})
-    con.execute(SPANS_SQL.format(period=SAMPLE_PERIOD_S))
+    con.execute(SPANS_SQL.format(period=SAMPLE_PERIOD_S, hold=HOLD_PERIODS))
     con.execute(SEGMENTS_SQL.format(max_cpu=cap), {"tasks": str(tasks)})
     unknown, duplicate, outside, used, clipped, cpu_clipped, mem_clipped = con.execute(
         COUNTS_SQL).fetchall()[0]

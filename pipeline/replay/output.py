@@ -132,6 +132,7 @@ def task_runs_batches(identities: Iterator[tuple[int, pa.Table]], store: RecordS
 
 def _extra_columns(extra: np.ndarray) -> dict[str, Any]:
     """The opportunistic-container counts and the usage integrals of the records."""
+    extra = extra.astype(np.float64)
     measured = extra[:, X_MEASURED] > 0
     cols: dict[str, Any] = {"opportunistic": extra[:, X_OPP] > 0}
     for name in ("opp_starts", "opp_kills", "opp_pauses", "opp_shed"):

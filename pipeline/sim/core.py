@@ -343,8 +343,8 @@ class Simulation(Operations):
         t.duration[slots] = b.duration[local]
         t.req[slots] = b.req[local]
         t.used[slots] = b.used[local]
-        t.mean_used[slots] = b.used[local]
         t.work0[slots] = 0.0
+        t.extra[slots] = 0.0
         self.usage.admit(t, slots, b.usage_of(local))
         for name in ("user", "queue", "job", "priority"):
             getattr(t, name)[slots] = getattr(b, name)[local]

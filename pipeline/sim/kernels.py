@@ -124,9 +124,7 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
         r_loc[i] = t_loc[s]
         r_read[i, 0] = t_read[s, 0]
         r_read[i, 1] = t_read[s, 1]
-        for k in range(t_extra.shape[1]):
-            r_extra[i, k] = t_extra[s, k]
-            t_extra[s, k] = 0.0
+        r_extra[i, :] = t_extra[s, :]  # (reset when the slot is next admitted)
         counters[REC_N] = i + 1
         counters[N_DONE] += 1
         t_epoch[s] += 1

@@ -8,10 +8,10 @@ for over-allocation, the YARN-1011 branch (YARN-4512, YARN-6670, YARN-6705 and
 - An opportunistic container sent to a node starts at once if that node's queue is empty and
   it fits the node's unallocated room (capacity - guaranteed allocation - opportunistic
   allocation, every resource); otherwise it joins the node's FIFO queue if fewer than
-  ``max_queue`` are queued (Hadoop 3.3 compares ``size() < max``), else the NM rejects it
-  and it goes back to the RM (``rejected``).  With ``max_queue`` = 0 the container starts
-  only if it fits (Hadoop then starts it regardless of room; the replay never lets
-  allocation pass capacity unless over-allocation is on).
+  ``max_queue`` are queued (``enqueueContainer``: ``size() < maxOppQueueLength``), else the
+  NM rejects it (``Opportunistic container queue is full``) and it goes back to the RM
+  (``rejected``).  With ``max_queue`` = 0 (Hadoop's default) nothing queues: a container
+  starts if it fits, else it is rejected.
 - Whenever a container finishes (or is stopped), queued containers start in FIFO order
   while the head fits; the first that does not fit stops the pass (``startContainersFromQueue``).
 - A guaranteed container placed by the RM on a node whose guaranteed plus opportunistic
@@ -19,8 +19,9 @@ for over-allocation, the YARN-1011 branch (YARN-4512, YARN-6670, YARN-6705 and
   started first, until the allocation fits (``pickOpportunisticContainersToKill``'s
   descending iterator); with ``pause`` (``opportunistic-containers-use-pause-for-preemption``)
   they are paused instead: a paused container gives its resources back, joins the back of
-  the node's queue and later resumes with its work kept.  Killed containers lose their run
-  and go back to the RM's pending queue.
+  the node's queue (``onResourcesReclaimed`` re-queues PAUSED containers) and later resumes
+  with its work kept.  Killed containers lose their run and go back to the RM's pending
+  queue.
 - Queue limit (``updateQueuingLimit``/``shedQueuedOpportunisticContainers``): when the RM
   pushes a limit, a node keeps the first ``limit`` queued containers and sends the rest
   back to the RM (``shed``); a shed paused container loses its work.
@@ -325,39 +326,62 @@ class NodeManagers:
             return
         self.counts["checks"] += 1
         n, t = sim.cluster.nodes, sim.tasks
-        over_c, over_m = self.o.overalloc
-        pre_c, pre_m = self.o.preempt
-        headroom: dict[int, np.ndarray] = {}
-        for nd in sorted(self.active):
-            if n.state[nd] != 2:
-                continue
-            cap = n.cap[nd]
-            used = n.used[nd].copy()
-            cpu_hot = used[0] > pre_c * cap[0] * (1 + EPS)
-            self.cpu_over[nd] = self.cpu_over[nd] + 1 if cpu_hot else 0
-            cut_c = cpu_hot and self.cpu_over[nd] >= self.o.preempt_cpu_count
-            cut_m = used[1] > pre_m * cap[1] * (1 + EPS)
-            run = self._live(sim, nd) if (cut_c or cut_m) else []
-            if run:
-                victims: list[int] = []
-                k = len(run)
-                while k > 0 and ((cut_c and used[0] > pre_c * cap[0]) or
-                                 (cut_m and used[1] > pre_m * cap[1])):
-                    k -= 1
-                    s = run[k]
-                    victims.append(s)
-                    used -= np.where(np.isnan(t.used[s]), t.req[s, :2], t.used[s])
-                if cut_c:
-                    self.cpu_over[nd] = 0
-                self._reclaim(sim, at, nd, victims, "overalloc")
-            if self.queue[nd]:
-                headroom[nd] = np.array([over_c * cap[0] - n.used[nd, 0],
-                                         over_m * cap[1] - n.used[nd, 1]])
-        self.start_queued(sim, at, sorted(headroom), headroom)
+        over = np.asarray(self.o.overalloc)
+        pre = np.asarray(self.o.preempt)
+        act = np.fromiter(sorted(self.active), dtype=np.int64, count=len(self.active))
+        act = act[n.state[act] == 2]
+        cap, used = n.cap[act, :2], n.used[act]
+        hot = used > pre * cap * (1 + EPS)
+        self.cpu_over[act] = np.where(hot[:, 0], self.cpu_over[act] + 1, 0)
+        cut_c = hot[:, 0] & (self.cpu_over[act] >= self.o.preempt_cpu_count)
+        cut_m = hot[:, 1]
+        for i in np.flatnonzero(cut_c | cut_m).tolist():
+            self._cut(sim, at, int(act[i]), bool(cut_c[i]), bool(cut_m[i]), pre)
+        # queued containers start on unallocated room or on the over-allocation headroom
+        queued = act[n.oppq[act] > 0]
+        if len(queued):
+            heads = t.req[[self.queue[nd][0] for nd in queued.tolist()]]
+            room = over * n.cap[queued, :2] - n.used[queued]
+            free = n.cap[queued] - n.alloc[queued] - n.oalloc[queued]
+            slack = EPS * n.cap[queued] + 1e-12
+            fits = (np.all(heads <= free + slack, axis=1)
+                    | (np.all(heads[:, :2] <= room + slack[:, :2], axis=1)
+                       & (heads[:, 2] <= free[:, 2] + slack[:, 2])))
+            go = queued[fits]
+            self.start_queued(sim, at, go.tolist(),
+                              dict(zip(go.tolist(), room[fits], strict=True)))
         self._settle(sim)
 
+    def _cut(self, sim: Simulation, at: float, nd: int, cut_c: bool, cut_m: bool,
+             pre: np.ndarray) -> None:
+        """Use above a preemption threshold: kill (pause) running opportunistic containers,
+        most recent first, until the node's use is back under it."""
+        n, t = sim.cluster.nodes, sim.tasks
+        run = self._live(sim, nd)
+        if cut_c:
+            self.cpu_over[nd] = 0
+        if not run:
+            return
+        cap, used = n.cap[nd, :2], n.used[nd].copy()
+        victims: list[int] = []
+        k = len(run)
+        while k > 0 and ((cut_c and used[0] > pre[0] * cap[0]) or
+                         (cut_m and used[1] > pre[1] * cap[1])):
+            k -= 1
+            s = run[k]
+            victims.append(s)
+            used -= np.where(np.isnan(t.used[s]), t.req[s, :2], t.used[s])
+        self._reclaim(sim, at, nd, victims, "overalloc")
+
     def _settle(self, sim: Simulation) -> None:
-        self.active = {nd for nd in self.active if self.queue[nd] or self._live(sim, nd)}
+        """Drop nodes with no opportunistic container queued or running from the active
+        set (a node runs some while it holds opportunistic allocation)."""
+        n = sim.cluster.nodes
+        act = np.fromiter(self.active, dtype=np.int64, count=len(self.active))
+        keep = (n.oppq[act] > 0) | np.any(n.oalloc[act] > 1e-12, axis=1)
+        for nd in act[~keep].tolist():
+            self.active.discard(nd)
+            self.running[nd] = []
 
     def settle(self, sim: Simulation) -> None:
         """Drop nodes with no opportunistic work left from the active set."""

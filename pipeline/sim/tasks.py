@@ -38,22 +38,24 @@ _TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float]] = {
     "last_preempted": (np.bool_, (), False),
     # where and when the trace ran the task (-1 / NaN: not recorded), for the reference replay
     "recorded_node": (np.int32, (), -1), "recorded_start": (np.float64, (), np.nan),
+    # ``used``: the measured usage in force (a task's mean, NaN where unmeasured, or the
+    # piece of its usage profile it is in; pipeline.sim.usage)
     # node slots holding the task's input (-1 padded), MiB it reads, MiB read (rack, core)
     "inp": (np.int32, (INPUT_WIDTH,), -1), "input_mb": (np.float64, (), np.nan),
     "read": (np.float64, (2,), 0.0),
     # per-task figures that travel into the record unchanged (see EXTRA_NAMES)
-    "extra": (np.float64, (10,), 0.0),
+    "extra": (np.float32, (10,), 0.0),
     # measured usage over the task's life (:mod:`pipeline.sim.usage`): its profile's range
     # in the usage pool (-1: none), the profile piece now in force, and the work (s on a
     # speed-1.0 machine) done before the current run started (a paused container resumes)
     "useg_lo": (np.int64, (), -1), "useg_hi": (np.int64, (), -1),
     "useg_cur": (np.int64, (), -1), "work0": (np.float64, (), 0.0),
-    # mean measured usage (NaN: unmeasured): ``used`` is the usage now in force
-    "mean_used": (np.float64, (2,), np.nan),
     # a run's identity (unique over the replay): usage events of other runs are stale
     "run_seq": (np.int64, (), -1), "nmq_since": (np.float64, (), np.nan),
 }
-# Columns of ``extra`` (float64; counts are whole numbers), copied into each task's record.
+# Columns of ``extra``, copied into each task's record: float32 (counts are whole numbers;
+# seconds and usage integrals need no more than 7 significant digits, and every task in
+# flight and every buffered record carries them).
 EXTRA_NAMES = ("opportunistic", "opp_starts", "opp_kills", "opp_pauses", "opp_shed",
                "opp_queue_s", "opp_wasted_s", "used_measured", "used_cpu_s", "used_mem_s")
 (X_OPP, X_OPP_STARTS, X_OPP_KILLS, X_OPP_PAUSES, X_OPP_SHED, X_OPP_QUEUE_S, X_OPP_WASTED,
@@ -177,7 +179,7 @@ _REC_FIELDS = {
     "first_start": np.float64, "start": np.float64, "end": np.float64, "outcome": np.int8,
     "attempts": np.int32,
     "preemptions": np.int32, "evictions": np.int32, "wasted": np.float64, "locality": np.int8,
-    "remaining": np.float64, "read": np.float64, "extra": np.float64,
+    "remaining": np.float64, "read": np.float64, "extra": np.float32,
 }
 _REC_SHAPES = {"read": (2,), "extra": (N_EXTRA,)}
 

@@ -103,12 +103,13 @@ def _piece(lo, hi, bp, p):
 
 
 @njit(cache=True)
-def work_integral(s, p, t_lo, t_hi, t_used0, t_req, bp, vc, vm, cc, cm):
-    """Usage x work of task ``s`` from work 0 to ``p`` (cpu, mem)."""
+def work_integral(s, p, t_lo, t_hi, t_used, t_req, bp, vc, vm, cc, cm):
+    """Usage x work of task ``s`` from work 0 to ``p`` (cpu, mem); a task without a profile
+    uses its ``used`` (its mean) throughout."""
     lo = t_lo[s]
     if lo < 0:
-        c = t_used0[s, 0]
-        m = t_used0[s, 1]
+        c = t_used[s, 0]
+        m = t_used[s, 1]
         return (p * (t_req[s, 0] if np.isnan(c) else c),
                 p * (t_req[s, 1] if np.isnan(m) else m))
     i = _piece(lo, t_hi[s], bp, p)
@@ -117,37 +118,32 @@ def work_integral(s, p, t_lo, t_hi, t_used0, t_req, bp, vc, vm, cc, cm):
 
 
 @njit(cache=True)
-def start_runs(at, slots, nodes, t_lo, t_hi, t_cur, t_used, t_used0, t_req, t_work0,
-               t_duration, t_run_seq, t_extra, n_speed, bp, vc, vm, cc, cm,
-               ht, hs, hslot, hrun, ucount, run_seq0):
-    """Runs of ``slots`` start on ``nodes`` at ``at``: set the usage in force, push the first
-    usage change, add the run's whole usage integral.  Called before the node's ``used``
-    is increased by the task's ``used``."""
+def start_runs(at, slots, nodes, t_lo, t_hi, t_cur, t_used, t_req, t_work0, t_duration,
+               t_run_seq, t_extra, n_speed, bp, vc, vm, cc, cm, ht, hs, hslot, hrun, ucount):
+    """Runs of profiled ``slots`` start on ``nodes`` at ``at``: set the usage in force, push
+    the first usage change, add the run's whole usage integral.  Called before the node's
+    ``used`` is increased by the task's ``used``."""
     for j in range(len(slots)):
         s = slots[j]
-        nd = nodes[j]
-        speed = n_speed[nd]
-        rs = run_seq0 + j
-        t_run_seq[s] = rs
+        speed = n_speed[nodes[j]]
         w0 = t_work0[s]
         lo = t_lo[s]
-        if lo >= 0:
-            i = _piece(lo, t_hi[s], bp, w0)
-            t_cur[s] = i
-            t_used[s, 0] = vc[i]
-            t_used[s, 1] = vm[i]
-            if i + 1 < t_hi[s]:
-                heap_push(ht, hs, hslot, hrun, ucount, at + (bp[i + 1] - w0) / speed, s, rs)
-        if t_extra[s, X_MEASURED] > 0:
-            dur = t_duration[s]
-            c1, m1 = work_integral(s, dur, t_lo, t_hi, t_used0, t_req, bp, vc, vm, cc, cm)
-            c0, m0 = work_integral(s, w0, t_lo, t_hi, t_used0, t_req, bp, vc, vm, cc, cm)
-            t_extra[s, X_USED_CPU_S] += (c1 - c0) / speed
-            t_extra[s, X_USED_MEM_S] += (m1 - m0) / speed
+        i = _piece(lo, t_hi[s], bp, w0)
+        t_cur[s] = i
+        t_used[s, 0] = vc[i]
+        t_used[s, 1] = vm[i]
+        if i + 1 < t_hi[s]:
+            heap_push(ht, hs, hslot, hrun, ucount, at + (bp[i + 1] - w0) / speed, s,
+                      t_run_seq[s])
+        dur = t_duration[s]
+        c1, m1 = work_integral(s, dur, t_lo, t_hi, t_used, t_req, bp, vc, vm, cc, cm)
+        c0, m0 = work_integral(s, w0, t_lo, t_hi, t_used, t_req, bp, vc, vm, cc, cm)
+        t_extra[s, X_USED_CPU_S] += (c1 - c0) / speed
+        t_extra[s, X_USED_MEM_S] += (m1 - m0) / speed
 
 
 @njit(cache=True)
-def stop_runs(at, slots, t_node, t_start, t_lo, t_hi, t_used0, t_req, t_work0, t_duration,
+def stop_runs(at, slots, t_node, t_start, t_lo, t_hi, t_used, t_req, t_work0, t_duration,
               t_extra, n_speed, bp, vc, vm, cc, cm, done):
     """Runs of ``slots`` stop at ``at``: take back the usage integral of the work they did
     not do; ``done`` gets each one's work done (s at speed 1.0, all its runs)."""
@@ -158,8 +154,8 @@ def stop_runs(at, slots, t_node, t_start, t_lo, t_hi, t_used0, t_req, t_work0, t
         p = min(dur, t_work0[s] + max(at - t_start[s], 0.0) * speed)
         done[j] = p
         if t_extra[s, X_MEASURED] > 0:
-            c1, m1 = work_integral(s, dur, t_lo, t_hi, t_used0, t_req, bp, vc, vm, cc, cm)
-            c0, m0 = work_integral(s, p, t_lo, t_hi, t_used0, t_req, bp, vc, vm, cc, cm)
+            c1, m1 = work_integral(s, dur, t_lo, t_hi, t_used, t_req, bp, vc, vm, cc, cm)
+            c0, m0 = work_integral(s, p, t_lo, t_hi, t_used, t_req, bp, vc, vm, cc, cm)
             t_extra[s, X_USED_CPU_S] -= (c1 - c0) / speed
             t_extra[s, X_USED_MEM_S] -= (m1 - m0) / speed
 
@@ -218,8 +214,9 @@ class Usage:
     def admit(self, t: TaskTable, slots: np.ndarray, segments: tuple[np.ndarray, ...] | None
               ) -> None:
         """Profiles of newly admitted ``slots`` (``segments``: indptr, start, end, cpu, mem
-        for those tasks in order, or None) and whether each one's usage is measured."""
-        mean = t.mean_used[slots]
+        for those tasks in order, or None) and whether each one's usage is measured (their
+        ``used`` holds their mean usage, NaN where unmeasured)."""
+        mean = t.used[slots]
         measured = np.all(np.isfinite(mean), axis=1)
         if segments is None:
             t.useg_lo[slots] = -1
@@ -243,21 +240,32 @@ class Usage:
     def start(self, t: TaskTable, at: float, slots: np.ndarray, nodes: np.ndarray,
               speed: np.ndarray) -> None:
         """Runs of ``slots`` start on ``nodes`` (before node usage is added)."""
-        if len(slots) == 0:
+        k = len(slots)
+        if k == 0:
             return
-        self._grow(("time", "seq", "slot", "run"), int(self.counters[HEAP_N]) + len(slots))
-        start_runs(at, slots, nodes, t.useg_lo, t.useg_hi, t.useg_cur, t.used, t.mean_used,
-                   t.req, t.work0, t.duration, t.run_seq, t.extra, speed, self.bp, self.vc,
-                   self.vm, self.cc, self.cm, self.time, self.seq, self.slot, self.run,
-                   self.counters, self.next_run)
-        self.next_run += len(slots)
+        t.run_seq[slots] = np.arange(self.next_run, self.next_run + k)
+        self.next_run += k
+        prof = t.useg_lo[slots] >= 0 if self.active else np.zeros(k, dtype=np.bool_)
+        if prof.any():
+            self._grow(("time", "seq", "slot", "run"), int(self.counters[HEAP_N]) + k)
+            start_runs(at, slots[prof], nodes[prof], t.useg_lo, t.useg_hi, t.useg_cur, t.used,
+                       t.req, t.work0, t.duration, t.run_seq, t.extra, speed, self.bp,
+                       self.vc, self.vm, self.cc, self.cm, self.time, self.seq, self.slot,
+                       self.run, self.counters)
+            slots, nodes = slots[~prof], nodes[~prof]
+        measured = t.extra[slots, X_MEASURED] > 0  # mean usage throughout the run
+        flat = slots[measured]
+        if len(flat):
+            left = (t.duration[flat] - t.work0[flat]) / speed[nodes[measured]]
+            t.extra[flat, X_USED_CPU_S] += t.used[flat, 0] * left
+            t.extra[flat, X_USED_MEM_S] += t.used[flat, 1] * left
 
     def stop(self, t: TaskTable, at: float, slots: np.ndarray, speed: np.ndarray
              ) -> np.ndarray:
         """Runs of ``slots`` stop at ``at``; return the work each had done (all runs)."""
         done = np.zeros(len(slots))
         if len(slots):
-            stop_runs(at, slots, t.node, t.start, t.useg_lo, t.useg_hi, t.mean_used, t.req,
+            stop_runs(at, slots, t.node, t.start, t.useg_lo, t.useg_hi, t.used, t.req,
                       t.work0, t.duration, t.extra, speed, self.bp, self.vc, self.vm,
                       self.cc, self.cm, done)
         return done

@@ -7,7 +7,7 @@
       runs_dir: data/runs
       seeds: [0]
       policies:                              # name -> params; a list value is a grid axis
-        yarn-uniform: {}
+        yarn-uniform: [{}, {opp_by: priority}]   # a list of mappings: grids joined
         container-packing: {threshold: [0.6, 0.8]}
       clusters:                              # name -> {kind, options}; a list value is an axis
         fixed: {kind: fixed}
@@ -74,6 +74,21 @@ def expand(options: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*axes)]
 
 
+def expand_policy(params: Mapping[str, Any] | list[Mapping[str, Any]] | None
+                  ) -> list[dict[str, Any]]:
+    """A policy's parameter grid: one mapping (list values are axes), or a list of such
+    mappings whose grids are joined (a policy with and without a layer, say); repeated
+    combinations are kept once."""
+    grids = params if isinstance(params, list) else [params or {}]
+    out: list[dict[str, Any]] = []
+    for grid in grids:
+        if not isinstance(grid, Mapping):
+            raise UsageError("a policy's parameters must be a mapping or a list of mappings",
+                             field="sweep.policies")
+        out += [c for c in expand(grid) if c not in out]
+    return out
+
+
 # The packages whose code decides a run's results (the sweep stage's code deps in dvc.yaml).
 REPLAY_CODE = ("sim", "policies", "replay", "metrics", "trace")
 
@@ -122,7 +137,7 @@ def build_grid(section: Mapping[str, Any], root: Path = Path("."),
         digest = trace_digest(root / trace_path) + code
         for policy, params in sorted((own_policies or policies).items()):
             kinds = _cluster_kinds(policy)
-            for combo in expand(params or {}):
+            for combo in expand_policy(params):
                 files = _file_digests(policy, combo, root)
                 for cluster_name, cluster in sorted((own_clusters or clusters).items()):
                     for options in expand(cluster or {}):

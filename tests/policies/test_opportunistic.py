@@ -191,3 +191,22 @@ def test_layer_composes_with_the_queue_schedulers(tmp_path: Path) -> None:
         assert result.metrics["tasks_finished"] == 40
         # half of each job's tasks, rounded down as MapReduce does: 7 + 6 + 6
         assert r["opportunistic"].sum() == 19
+
+
+@pytest.mark.parametrize(("rows", "message"), [
+    ([{"task_id": "nope", "start_s": 0.0, "end_s": 1.0, "cpu": 0.1, "mem": 1.0}],
+     "nope"),
+    ([{"task_id": "b", "start_s": 0.0, "end_s": 1.0, "cpu": 0.1, "mem": 1.0},
+      {"task_id": "a", "start_s": 0.0, "end_s": 1.0, "cpu": 0.1, "mem": 1.0}],
+     "order"),
+])
+def test_bad_usage_rows_are_one_line_errors(tmp_path: Path, rows: list[dict],
+                                            message: str) -> None:
+    from pipeline.errors import TraceError
+
+    trace = _trace(tmp_path, [
+        {"task_id": "a", "submit_s": 0.0, "duration_s": 10.0, "mem": 100.0},
+        {"task_id": "b", "submit_s": 1.0, "duration_s": 10.0, "mem": 100.0}], usage=rows)
+    with pytest.raises(TraceError, match=message):
+        replay(trace, "yarn-uniform", {}, 0, tmp_path / "run")
+    assert not (tmp_path / "run").exists()

@@ -250,3 +250,15 @@ def test_an_edited_trace_gets_new_run_ids_and_is_swept_again(trace: Path,
     again = sweep(params, scheduler="serial", progress=False)
     assert again["ran"] == 1 and len(again["removed"]) == 1
     assert replay(copy, "yarn-uniform", {}, 0, tmp_path / "hand2").run_id != before
+
+
+def test_a_policy_may_list_several_grids(trace: Path, tmp_path: Path) -> None:
+    """A list of mappings joins their grids: a policy with and without a layer."""
+    section = {"traces": {"t": str(trace)}, "policies": {"yarn-uniform": [
+        {}, {"opp_by": "priority", "opp_nm_queue": [3, 5]}, {}]}}
+    specs = build_grid(section, tmp_path)
+    assert [s.params for s in specs] == [{}, {"opp_by": "priority", "opp_nm_queue": 3},
+                                         {"opp_by": "priority", "opp_nm_queue": 5}]
+    check_specs(specs)
+    with pytest.raises(UsageError, match="list of mappings"):
+        build_grid({"traces": {"t": str(trace)}, "policies": {"yarn-uniform": [1]}}, tmp_path)
