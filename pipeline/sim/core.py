@@ -25,10 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.sim import kernels
-from pipeline.sim.cluster import UP, FixedCluster
+from pipeline.sim.cluster import FixedCluster
 from pipeline.sim.deps import Dependencies
 from pipeline.sim.heartbeat import Heartbeats
-from pipeline.sim.interface import ClusterInfo, NodeView, Policy, SchedView, readonly
+from pipeline.sim.interface import ClusterInfo, NodeView, Policy, readonly
 from pipeline.sim.nodemanager import NMOptions, NodeManagers
 from pipeline.sim.ops import Operations
 from pipeline.sim.pending import PendingQueue
@@ -198,7 +198,7 @@ class Simulation(Operations):
                 self._advance(at)
             if horizon is None or at < horizon:  # nothing starts when the replay stops
                 if self.nm is not None:
-                    self._nm_step(at)
+                    self.nm.step(self, at)
                 self._schedule(at)
                 scaled = self.cluster.autoscale(at, self.queue.req, self.queue.enter)
                 if scaled:
@@ -212,16 +212,6 @@ class Simulation(Operations):
         self._finish(end)
         return SimSummary(end, self.n_tasks, self.events, self.points, self.calls,
                           self.placements, time.perf_counter() - started)
-
-    def _nm_step(self, at: float) -> None:
-        """NodeManagers act: queued opportunistic containers start where room was freed,
-        and (over-allocation) the utilization check runs when one is due."""
-        assert self.nm is not None
-        n = self.cluster.nodes
-        freed = np.flatnonzero(n.dirty & (n.oppq > 0))
-        if len(freed):
-            self.nm.start_queued(self, at, freed.tolist())
-        self.nm.check(self, at)
 
     def _done(self) -> bool:
         """Every task accounted for and, up to a horizon, no node event left before it."""
@@ -398,7 +388,7 @@ class Simulation(Operations):
         queued = np.flatnonzero(censored[self.queue.slots])
         self._record_waiting(self.queue.remove(queued), at)
         if self.nm is not None:  # censored containers waiting at a NodeManager
-            self._record_waiting(self._take_nm_queued(censored), at)
+            self._record_waiting(self.nm.take(self, censored), at)
         self._record_waiting(np.flatnonzero(censored & (t.state == BLOCKED)), at)
         self.last_s = max(self.last_s, at)
 
@@ -425,7 +415,7 @@ class Simulation(Operations):
         done = self.usage.stop(t, end, running, self.cluster.nodes.speed)
         self.records.write_slots(c, t, running, UNFINISHED, np.nan, inst[t.node[running]],
                                  np.maximum(t.duration[running] - done, 0.0))
-        nm_queued = self._take_nm_queued() if self.nm is not None else t.in_state(NM_QUEUED)
+        nm_queued = self.nm.take(self) if self.nm is not None else t.in_state(NM_QUEUED)
         waiting = np.concatenate([self.queue.slots, t.in_state(BLOCKED), nm_queued])
         outcome = np.where(t.last_preempted[waiting], PREEMPTED, UNFINISHED).astype(np.int8)
         self.records.write_slots(c, t, waiting, outcome, np.nan, np.full(len(waiting), -1),
@@ -435,40 +425,3 @@ class Simulation(Operations):
             self.records.write_rows(c, b.row[lo:hi], b.job[lo:hi], UNFINISHED, np.nan)
         self.records.flush(c)
         self.cluster.close(end)
-
-    def _take_nm_queued(self, among: np.ndarray | None = None) -> np.ndarray:
-        """Take containers queued (or paused) at NodeManagers off their queues: all, or
-        those flagged in ``among`` (a bool array by slot)."""
-        assert self.nm is not None
-        out = []
-        for nd in sorted(self.nm.active):
-            q = self.nm.queue[nd]
-            take = [s for s in q if among is None or among[s]]
-            if take:
-                self.nm.queue[nd] = [s for s in q if not (among is None or among[s])]
-                self.nm.sync(self, nd)
-                out.extend(take)
-        return np.asarray(out, dtype=np.int64)
-
-    def view(self, at: float) -> SchedView:
-        """The read-only view handed to the policy at scheduling point ``at``."""
-        nodes = self.cluster.nodes
-        self.node_view.changed = readonly(np.flatnonzero(nodes.dirty))
-        self.node_view.n_provisioned = nodes.n_provisioned()
-        nodes.dirty[:] = False
-        running = self.running_view(at) if getattr(self.policy, "needs_running", False) else None
-        return SchedView(now=at, cluster=self.info, nodes=self.node_view,
-                         pending=self.pending_view(at), running=running,
-                         offers=self._offers(at) if self._heartbeats is not None else None)
-
-    def _offers(self, at: float) -> tuple[np.ndarray, np.ndarray]:
-        """Up nodes' heartbeats since the previous call (``self._hb_from``) up to ``at``, at
-        most one interval's: a node's earlier reports in a longer gap offered the room it
-        offers now to the same waiting work (the policy asks to be woken every interval
-        while work waits, so a longer gap means nothing was waiting)."""
-        assert self._heartbeats is not None
-        beats = self._heartbeats
-        nodes, times = beats.between(max(self._hb_from, at - beats.h), at)
-        self._hb_from = at
-        up = self.cluster.nodes.state[nodes] == UP
-        return readonly(nodes[up]), readonly(times[up])

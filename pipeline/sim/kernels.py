@@ -17,9 +17,14 @@ from pipeline.sim.tasks import (
     HEAP_N,
     HEAP_SEQ,
     N_DONE,
+    OPPORTUNISTIC,
+    PAUSED,
     PENDING,
     REC_N,
     RUNNING,
+    X_OPP,
+    X_OPP_QUEUE_S,
+    X_OPP_STARTS,
 )
 
 UP = 2
@@ -261,3 +266,48 @@ def apply_placements(now, req_idx, node_idx, pend_slots, ht, hs, hslot, hep, cou
             t_duration[s], n_speed[nd], mb, level, read_rate)
         heap_push(ht, hs, hslot, hep, counters, end, s, t_epoch[s])
     return -1, 0
+
+
+@njit(cache=True)
+def start_opportunistic(at, slots, nodes, ht, hs, hslot, hep, counters, t_duration, t_req, t_used,
+           t_state, t_node, t_start, t_first, t_attempts, t_epoch, t_flags, t_work0,
+           t_inp, t_input_mb, t_loc, t_read, t_extra, t_since, open_flag, inputs_flag,
+           n_oalloc, n_used, n_ncont, n_speed, n_dirty, n_rack, read_rate):
+    """Start (or resume) opportunistic containers ``slots`` on ``nodes`` at ``at``
+    (:mod:`pipeline.sim.nodemanager`): their resources count in the node's opportunistic
+    allocation ``n_oalloc``; a resumed (paused) one runs only the work it had left."""
+    for j in range(len(slots)):
+        s = slots[j]
+        nd = nodes[j]
+        for k in range(3):
+            n_oalloc[nd, k] += t_req[s, k]
+        for k in range(2):
+            n_used[nd, k] += t_used[s, k] if not np.isnan(t_used[s, k]) else t_req[s, k]
+        n_ncont[nd] += 1
+        n_dirty[nd] = True
+        resumed = (t_flags[s] & PAUSED) != 0
+        t_flags[s] = (t_flags[s] & ~PAUSED) | OPPORTUNISTIC
+        t_state[s] = RUNNING
+        t_node[s] = nd
+        t_start[s] = at
+        if np.isnan(t_first[s]):
+            t_first[s] = at
+        if not np.isnan(t_since[s]):
+            t_extra[s, X_OPP_QUEUE_S] += at - t_since[s]
+        t_since[s] = np.nan
+        t_extra[s, X_OPP] = 1.0
+        level = 0
+        mb = 0.0
+        if not resumed:
+            t_attempts[s] += 1
+            t_extra[s, X_OPP_STARTS] += 1.0
+            if t_flags[s] & inputs_flag:
+                level = locality_level(t_inp[s], nd, n_rack)
+                t_loc[s] = level
+            mb = t_input_mb[s]
+            if level > 0 and mb > 0:
+                t_read[s, level - 1] += mb
+        left = t_duration[s] - t_work0[s]
+        end = np.inf if t_flags[s] & open_flag else at + run_time(
+            left, n_speed[nd], mb, level, read_rate)
+        heap_push(ht, hs, hslot, hep, counters, end, s, t_epoch[s])

@@ -48,20 +48,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit
 
-from pipeline.sim.kernels import EPS, heap_push, locality_level, run_time
+from pipeline.sim.kernels import EPS, start_opportunistic
 from pipeline.sim.tasks import (
     HEAP_N,
     NM_QUEUED,
     OPPORTUNISTIC,
     PAUSED,
     RUNNING,
-    X_OPP,
     X_OPP_PAUSES,
-    X_OPP_QUEUE_S,
     X_OPP_SHED,
-    X_OPP_STARTS,
 )
 
 if TYPE_CHECKING:
@@ -82,49 +78,6 @@ class NMOptions:
     @property
     def overallocating(self) -> bool:
         return self.overalloc[0] > 0 or self.overalloc[1] > 0
-
-
-@njit(cache=True)
-def _start(at, slots, nodes, ht, hs, hslot, hep, counters, t_duration, t_req, t_used,
-           t_state, t_node, t_start, t_first, t_attempts, t_epoch, t_flags, t_work0,
-           t_inp, t_input_mb, t_loc, t_read, t_extra, t_since, open_flag, inputs_flag,
-           n_oalloc, n_used, n_ncont, n_speed, n_dirty, n_rack, read_rate):
-    """Start (or resume) opportunistic containers ``slots`` on ``nodes`` at ``at``."""
-    for j in range(len(slots)):
-        s = slots[j]
-        nd = nodes[j]
-        for k in range(3):
-            n_oalloc[nd, k] += t_req[s, k]
-        for k in range(2):
-            n_used[nd, k] += t_used[s, k] if not np.isnan(t_used[s, k]) else t_req[s, k]
-        n_ncont[nd] += 1
-        n_dirty[nd] = True
-        resumed = (t_flags[s] & PAUSED) != 0
-        t_flags[s] = (t_flags[s] & ~PAUSED) | OPPORTUNISTIC
-        t_state[s] = RUNNING
-        t_node[s] = nd
-        t_start[s] = at
-        if np.isnan(t_first[s]):
-            t_first[s] = at
-        if not np.isnan(t_since[s]):
-            t_extra[s, X_OPP_QUEUE_S] += at - t_since[s]
-        t_since[s] = np.nan
-        t_extra[s, X_OPP] = 1.0
-        level = 0
-        mb = 0.0
-        if not resumed:
-            t_attempts[s] += 1
-            t_extra[s, X_OPP_STARTS] += 1.0
-            if t_flags[s] & inputs_flag:
-                level = locality_level(t_inp[s], nd, n_rack)
-                t_loc[s] = level
-            mb = t_input_mb[s]
-            if level > 0 and mb > 0:
-                t_read[s, level - 1] += mb
-        left = t_duration[s] - t_work0[s]
-        end = np.inf if t_flags[s] & open_flag else at + run_time(
-            left, n_speed[nd], mb, level, read_rate)
-        heap_push(ht, hs, hslot, hep, counters, end, s, t_epoch[s])
 
 
 class NodeManagers:
@@ -191,7 +144,8 @@ class NodeManagers:
         nodes = np.full(len(arr), nd, dtype=np.int64)
         sim.usage.start(t, at, arr, nodes, n.speed)
         h.reserve(int(t.counters[HEAP_N]), len(arr))
-        _start(at, arr, nodes, h.time, h.seq, h.slot, h.epoch, t.counters, t.duration, t.req,
+        start_opportunistic(
+               at, arr, nodes, h.time, h.seq, h.slot, h.epoch, t.counters, t.duration, t.req,
                t.used, t.state, t.node, t.start, t.first_start, t.attempts, t.epoch, t.flags,
                t.work0, t.inp, t.input_mb, t.locality, t.read, t.extra, t.nmq_since,
                sim.open_flag, 1, n.oalloc, n.used, n.ncont, n.speed, n.dirty, n.rack,
@@ -200,6 +154,28 @@ class NodeManagers:
         self.active.add(nd)
         sim.events += len(slots)
         sim.last_s = max(sim.last_s, at)
+
+    def step(self, sim: Simulation, at: float) -> None:
+        """At a scheduling point: queued containers start where room was freed since the
+        policy's last look, and (over-allocation) the utilization check runs when due."""
+        n = sim.cluster.nodes
+        freed = np.flatnonzero(n.dirty & (n.oppq > 0))
+        if len(freed):
+            self.start_queued(sim, at, freed.tolist())
+        self.check(sim, at)
+
+    def take(self, sim: Simulation, among: np.ndarray | None = None) -> np.ndarray:
+        """Take containers queued (or paused) off the queues: all, or those flagged in
+        ``among`` (a bool array by slot); return their slots."""
+        out: list[int] = []
+        for nd in sorted(self.active):
+            q = self.queue[nd]
+            take = [s for s in q if among is None or among[s]]
+            if take:
+                self.queue[nd] = [s for s in q if not (among is None or among[s])]
+                self.sync(sim, nd)
+                out.extend(take)
+        return np.asarray(out, dtype=np.int64)
 
     # -- room appears: start queued containers -----------------------------------------
     def start_queued(self, sim: Simulation, at: float, nodes: list[int],

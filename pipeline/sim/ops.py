@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipeline.sim import kernels
-from pipeline.sim.interface import Decisions, PendingView, PolicyError, RunningView, readonly
+from pipeline.sim.cluster import UP
+from pipeline.sim.interface import (
+    Decisions,
+    PendingView,
+    PolicyError,
+    RunningView,
+    SchedView,
+    readonly,
+)
 from pipeline.sim.tasks import (
     HAS_INPUTS,
     IS_PARENT,
@@ -48,6 +56,29 @@ class Operations:
         self.calls += 1
         self.events += 1
         self._apply(at, decisions)
+
+    def view(self: Simulation, at: float) -> SchedView:
+        """The read-only view handed to the policy at scheduling point ``at``."""
+        nodes = self.cluster.nodes
+        self.node_view.changed = readonly(np.flatnonzero(nodes.dirty))
+        self.node_view.n_provisioned = nodes.n_provisioned()
+        nodes.dirty[:] = False
+        running = self.running_view(at) if getattr(self.policy, "needs_running", False) else None
+        return SchedView(now=at, cluster=self.info, nodes=self.node_view,
+                         pending=self.pending_view(at), running=running,
+                         offers=self._offers(at) if self._heartbeats is not None else None)
+
+    def _offers(self: Simulation, at: float) -> tuple[np.ndarray, np.ndarray]:
+        """Up nodes' heartbeats since the previous call (``self._hb_from``) up to ``at``, at
+        most one interval's: a node's earlier reports in a longer gap offered the room it
+        offers now to the same waiting work (the policy asks to be woken every interval
+        while work waits, so a longer gap means nothing was waiting)."""
+        assert self._heartbeats is not None
+        beats = self._heartbeats
+        nodes, times = beats.between(max(self._hb_from, at - beats.h), at)
+        self._hb_from = at
+        up = self.cluster.nodes.state[nodes] == UP
+        return readonly(nodes[up]), readonly(times[up])
 
     def pending_view(self: Simulation, at: float) -> PendingView:
         return PendingView(at, readonly(self.queue.slots), self.tasks,
