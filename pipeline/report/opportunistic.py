@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.report import palette
-from pipeline.report.tables import duration, readable, share
+from pipeline.report.tables import readable, share
 
 MEASURES = ["util_used_cpu", "base_util_used_cpu", "util_used_cpu_gain_pts", "util_used_mem",
             "base_util_used_mem", "util_used_mem_gain_pts", "util_alloc_cpu",
@@ -21,8 +21,9 @@ MEASURES = ["util_used_cpu", "base_util_used_cpu", "util_used_cpu_gain_pts", "ut
             "opp_finished", "opp_wasted_task_s", "task_work_s", "opp_wasted_share",
             "guaranteed_slowdown_mean", "guaranteed_slowdown_p95", "opp_queue_p50_s",
             "opp_queue_p95_s", "node_hours", "base_node_hours"]
-TABLE_COLUMNS = ["label", "opp_settings", "util_used_cpu_change", "util_used_cpu_gain_pts",
-                 "util_used_mem_change", "opp_started", "opp_killed", "opp_paused",
+TABLE_COLUMNS = ["setting_no", "label", "opp_settings", "util_used_cpu_change",
+                 "util_used_cpu_gain_pts", "util_used_mem_change", "opp_started", "opp_killed",
+                 "opp_paused",
                  "opp_wasted_task_s", "opp_wasted_share", "guaranteed_slowdown_mean",
                  "guaranteed_slowdown_p95", "opp_queue_p50_s", "opp_queue_p95_s"]
 NOTE = (
@@ -55,7 +56,9 @@ def settings_table(effect: pl.DataFrame) -> pl.DataFrame:
         (pl.col("base_run_id").is_not_null().all()).alias("paired"),
         *(pl.col(m).cast(pl.Float64).mean() for m in present))
     return palette.with_setting(palette.by_label(rows)).with_columns(
-        _change("util_used_cpu"), _change("util_used_mem"))
+        _change("util_used_cpu"), _change("util_used_mem"),
+        # the chart names each point by this number (labels are too long to print there)
+        pl.int_range(1, pl.len() + 1).cast(pl.String).alias("setting_no"))
 
 
 def _change(column: str) -> pl.Expr:
@@ -70,11 +73,10 @@ def _share(value: object) -> str:
 
 
 def table(rows: pl.DataFrame) -> pl.DataFrame:
-    """The section's main table (readable); the opportunistic settings get their own column
-    only where a setting's label does not already spell them out."""
-    spelled = all(o in label for o, label in zip(rows["opp_settings"].to_list(),
-                                                  rows["label"].to_list(), strict=True))
-    return readable(rows, [c for c in TABLE_COLUMNS if not (spelled and c == "opp_settings")])
+    """The section's main table (readable).  The label names the settings that differ
+    between the runs; every ``opp_*`` value (defaults included) is in the CSV table and in
+    the warehouse's ``opportunistic_effect``, not repeated on every row here."""
+    return readable(rows, [c for c in TABLE_COLUMNS if c != "opp_settings"])
 
 
 def payer_paragraph(rows: pl.DataFrame) -> str:
@@ -95,26 +97,40 @@ def _buys(row: dict[str, Any]) -> str:
     if gain <= 0.05:
         return (f"Running extra work in allocated-but-idle room did not raise the CPU your "
                 f"machines actually use ({_share(row['base_util_used_cpu'])} \u2192 "
-                f"{_share(row['util_used_cpu'])} under {palette.setting(row['label'])}).")
+                f"{_share(row['util_used_cpu'])} under {_name(row)}).")
     return (f"Running extra work in room that was allocated but idle raised the CPU your "
             f"machines actually use from {_share(row['base_util_used_cpu'])} to "
             f"{_share(row['util_used_cpu'])} ({gain:+.1f} points, best setting: "
-            f"{palette.setting(row['label'])}).")
+            f"{_name(row)}).")
+
+
+def _name(row: dict[str, Any]) -> str:
+    """A setting as the text names it: its number in the table and its label."""
+    label = palette.setting(row["label"])
+    return f"#{row['setting_no']} {label}" if row.get("setting_no") else label
 
 
 def _costs(row: dict[str, Any]) -> str:
     lost_s = row.get("opp_wasted_task_s") or 0.0
     lost = (("no work was lost to killed containers" if lost_s == 0 else
-             f"{duration(lost_s)} of task run time was killed and had to be redone")
+             f"{lost_s / 3600:,.0f} task-hours of run time were killed and had to be redone")
             + ("" if row.get("opp_wasted_share") is None
                else f" ({share(row['opp_wasted_share'])} of all task work)"))
     slow = row.get("guaranteed_slowdown_mean")
     if slow is None:
         return f"The price: {lost}."
     p95 = row.get("guaranteed_slowdown_p95")
-    tail = "" if p95 is None else f", {p95:.2f}\u00d7 for the slowest 5%"
-    return (f"The price: {lost}, and jobs that never ran opportunistic took {slow:.2f}\u00d7 "
-            f"as long on average{tail}.")
+    tail = "" if p95 is None else f"; {p95:.2f}\u00d7 at the 95th percentile"
+    if slow < 0.995:
+        jobs = (f"jobs that stayed guaranteed finished sooner, in {slow:.2f}\u00d7 their time "
+                f"without the layer on average{tail} (the opportunistic work no longer holds "
+                "guaranteed room)")
+    elif slow > 1.005:
+        jobs = (f"jobs that stayed guaranteed took {slow:.2f}\u00d7 as long on "
+                f"average{tail}")
+    else:
+        jobs = f"jobs that stayed guaranteed were not slowed ({slow:.2f}\u00d7{tail})"
+    return f"The price: {lost}; {jobs}."
 
 
 def _bill(row: dict[str, Any]) -> str:

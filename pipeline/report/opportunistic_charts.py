@@ -12,7 +12,7 @@ from pipeline.report import palette
 from pipeline.report.charts import WIDTH
 
 HEIGHT = 280
-TOOLTIP = ["label:N", "opp_settings:N",
+TOOLTIP = ["setting_no:N", "label:N", "opp_settings:N",
            alt.Tooltip("util_used_cpu_gain_pts:Q", format="+.1f", title="CPU used gain (pts)"),
            alt.Tooltip("util_used_mem_gain_pts:Q", format="+.1f", title="memory used gain (pts)"),
            alt.Tooltip("opp_wasted_share:Q", format=".1%", title="work lost"),
@@ -25,10 +25,9 @@ def gain_loss_chart(rows: pl.DataFrame, labels: Sequence[str]) -> alt.LayerChart
     """x: CPU used-utilization gain in points, y: work lost as a share of all task work; one
     labelled point per setting (settings without a run to compare with are left out)."""
     points = rows.filter(pl.col("util_used_cpu_gain_pts").is_not_null()).select(
-        "label", "setting", "opp_settings", "util_used_cpu_gain_pts", "util_used_mem_gain_pts",
-        pl.col("opp_wasted_share").fill_null(0.0), "opp_killed", "guaranteed_slowdown_mean",
-        pl.col("opp_settings").str.replace_all("opp_", "").str.replace_all(",", ", ")
-        .alias("short"))
+        "setting_no", "label", "setting", "opp_settings", "util_used_cpu_gain_pts",
+        "util_used_mem_gain_pts", pl.col("opp_wasted_share").fill_null(0.0), "opp_killed",
+        "guaranteed_slowdown_mean", pl.format("#{}", "setting_no").alias("short"))
     x_lo, x_hi = _domain(points["util_used_cpu_gain_pts"])
     y_hi = _domain(points["opp_wasted_share"])[1] if points["opp_wasted_share"].max() else 0.01
     x = alt.X("util_used_cpu_gain_pts:Q", title="CPU used: gain (percentage points)",
@@ -47,7 +46,8 @@ def gain_loss_chart(rows: pl.DataFrame, labels: Sequence[str]) -> alt.LayerChart
     return alt.layer(dots, *names).properties(
         width=WIDTH, height=HEIGHT, title=alt.TitleParams(
             "Utilization gained against work lost",
-            subtitle="one point per opportunistic setting; right and low is better"))
+            subtitle="one point per opportunistic setting, numbered as in the table below; "
+                     "right and low is better"))
 
 
 def _domain(values: pl.Series) -> tuple[float, float]:

@@ -157,6 +157,7 @@ COLUMNS: dict[str, tuple[str, Format]] = {
     "jobs": ("Jobs", count),
     "tasks_with_inputs": ("Tasks with input", count),
     "opp_settings": ("Opportunistic settings", text),
+    "setting_no": ("#", text),
     "util_used_cpu_change": ("CPU used, before → after", text),
     "util_used_mem_change": ("Memory used, before → after", text),
     "util_used_cpu_gain_pts": ("CPU used gain", points),

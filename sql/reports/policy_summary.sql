@@ -1,8 +1,9 @@
 -- One row per run: what was replayed (trace, policy, params, seed) and its metrics as columns.
 -- `label` names what was replayed apart from the seed, for charts: the policy, the parameters
--- whose values differ between the trace's runs of that policy (`policy k=v,k=v`; all of them
--- are in `params_text`; an `opp_*` parameter only where the run set it), the cluster mode unless fixed (`[elastic]`), and where two different
--- configurations would still look alike, a short hash of the configuration (`#1a2b3c`).
+-- whose values differ between the trace's runs of that policy (`policy k=v, k=v`; all of them
+-- are in `params_text`; an `opp_*` parameter only where the run set it and its value differs
+-- between the runs that set it), the cluster mode unless fixed (`[elastic]`), and where two
+-- different configurations would still look alike, a short hash of the configuration.
 -- `params` are the settings the run used (configuration files included; `runs.settings`
 -- says where each came from).  Metrics are over `measured_from_s`..`measured_to_s`: the
 -- trace's window, or the whole run when it drained; the backlog is what was left undone.
@@ -73,13 +74,17 @@ varying_keys as (
     select trace, policy, key
     from param_values
     group by trace, policy, key
-    having count(distinct coalesce(value, chr(0))) > 1
+    -- an `opp_*` parameter is absent (null) in the policy's plain runs: it names a run when
+    -- its values differ between the runs that set it (and `opp_by` always, which says the
+    -- layer is on), not merely because the plain runs lack it
+    having (not starts_with(key, 'opp_') and count(distinct coalesce(value, chr(0))) > 1)
+        or (starts_with(key, 'opp_') and (key = 'opp_by' or count(distinct value) > 1))
 ),
 
 varying_params as (
     select
         run_id,
-        array_to_string(list_sort(list(key || '=' || coalesce(value, 'null'))), ',')
+        array_to_string(list_sort(list(key || '=' || coalesce(value, 'null'))), ', ')
             as varying_text
     from param_values
     join varying_keys using (trace, policy, key)

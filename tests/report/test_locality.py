@@ -65,9 +65,9 @@ def test_table_has_the_warehouse_numbers(locality_report: Built,
     # settings in order, numbers as numbers: skip_count=0 before =8
     order = [line.split(" | ")[0].strip("| ") for line in table.splitlines()
              if line.startswith("| delay")]
-    assert order == ["delay-scheduling delay=skip,skip_count=0",
-                     "delay-scheduling delay=skip,skip_count=8",
-                     "delay-scheduling delay=time,skip_count=10"]
+    assert order == ["delay-scheduling delay=skip, skip_count=0",
+                     "delay-scheduling delay=skip, skip_count=8",
+                     "delay-scheduling delay=time, skip_count=10"]
 
 
 def test_chart_follows_the_swept_delay(locality_report: Built) -> None:
@@ -81,10 +81,10 @@ def test_chart_follows_the_swept_delay(locality_report: Built) -> None:
     values = [row for rows in spec["datasets"].values() for row in rows]
     # the line: the two skip runs at their skip_count; the rest are levels (x null)
     on_line = sorted((r["label"], r["x"]) for r in values if r.get("x") is not None)
-    assert sorted(set(on_line)) == [("delay-scheduling delay=skip,skip_count=0", 0.0),
-                                    ("delay-scheduling delay=skip,skip_count=8", 8.0)]
+    assert sorted(set(on_line)) == [("delay-scheduling delay=skip, skip_count=0", 0.0),
+                                    ("delay-scheduling delay=skip, skip_count=8", 8.0)]
     levels = {r["label"] for r in values if r.get("x") is None}
-    assert levels == {"yarn-uniform", "delay-scheduling delay=time,skip_count=10"}
+    assert levels == {"yarn-uniform", "delay-scheduling delay=time, skip_count=10"}
     assert (locality_report[0] / "charts" / "trace-locality.png").read_bytes()[:4] == b"\x89PNG"
 
 
