@@ -23,11 +23,11 @@ import pyarrow.parquet as pq
 from pipeline.sim.tasks import (
     EXTRA_NAMES,
     LOCALITIES,
+    N_EXTRA,
     OUTCOMES,
     X_MEASURED,
     X_OPP,
     X_USED_CPU_S,
-    X_USED_MEM_S,
     RecordChunk,
 )
 
@@ -50,8 +50,11 @@ class RecordStore:
         self._cached: tuple[int, dict[str, np.ndarray]] | None = None
 
     def write(self, chunk: RecordChunk) -> None:
-        """Store one chunk (raw ``.npy`` columns: scratch needs speed, not compactness)."""
+        """Store one chunk (raw ``.npy`` columns: scratch needs speed, not compactness; the
+        ``extra`` figures only when some task of the chunk has any)."""
         cols = {name: getattr(chunk, name) for name in chunk.__dataclass_fields__}
+        if not cols["extra"].any():
+            del cols["extra"]
         bucket = chunk.row // self.bucket_rows
         for b in np.unique(bucket).tolist():
             sel = bucket == b
@@ -69,6 +72,9 @@ class RecordStore:
         if not files:
             return {"row": np.zeros(0, dtype=np.int64)}
         parts = [dict(np.load(f)) for f in files]
+        for part in parts:
+            if "extra" not in part:
+                part["extra"] = np.zeros((len(part["row"]), N_EXTRA), dtype=np.float32)
         data = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         order = np.argsort(data["row"], kind="stable")
         return {k: v[order] for k, v in data.items()}
@@ -103,8 +109,9 @@ def _nullable(values: np.ndarray) -> pa.Array:
 def task_runs_batches(identities: Iterator[tuple[int, pa.Table]], store: RecordStore,
                       machine_ids: list[str], job_user: np.ndarray, job_queue: np.ndarray,
                       users: tuple[str, ...], queues: tuple[str, ...],
-                      run_id: str) -> Iterator[pa.Table]:
-    """``task_runs`` in trace row order, one table per identity batch."""
+                      run_id: str, end_s: float = np.inf) -> Iterator[pa.Table]:
+    """``task_runs`` in trace row order, one table per identity batch (``end_s``: when the
+    replay stopped, the end of runs still going then)."""
     no_queue = np.array([q == "" for q in queues] or [True])
     for offset, ident in identities:
         n = ident.num_rows
@@ -126,21 +133,33 @@ def task_runs_batches(identities: Iterator[tuple[int, pa.Table]], store: RecordS
             "wasted_s": rec["wasted"], "remaining_s": _nullable(rec["remaining"]),
             "censored": pc.fill_null(pc.equal(ident["end_event"], "censored"), False),
             "read_rack_mb": rec["read"][:, 0], "read_core_mb": rec["read"][:, 1],
-            **_extra_columns(rec["extra"]),
+            **_extra_columns(rec, ident, end_s),
         }, schema=WRITE_SCHEMA)
 
 
-def _extra_columns(extra: np.ndarray) -> dict[str, Any]:
-    """The opportunistic-container counts and the usage integrals of the records."""
-    extra = extra.astype(np.float64)
-    measured = extra[:, X_MEASURED] > 0
+def _extra_columns(rec: dict[str, np.ndarray], ident: pa.Table, end_s: float
+                   ) -> dict[str, Any]:
+    """The opportunistic-container counts and the usage integrals of the records.
+
+    A task the core tracked (:data:`pipeline.sim.tasks.TRACKED`) brings its own usage
+    integral; any other used its mean (``cpu_used``/``mem_used``) for all its run time: the
+    last run (to ``end_s`` if still running) plus the run time earlier attempts lost."""
+    extra = rec["extra"].astype(np.float64)
+    kept = extra[:, X_MEASURED] > 0
     cols: dict[str, Any] = {"opportunistic": extra[:, X_OPP] > 0}
     for name in ("opp_starts", "opp_kills", "opp_pauses", "opp_shed"):
         cols[name] = extra[:, EXTRA_NAMES.index(name)].astype(np.int32)
     for name in ("opp_queue_s", "opp_wasted_s"):
         cols[name] = extra[:, EXTRA_NAMES.index(name)]
-    cols["used_cpu_s"] = pa.array(extra[:, X_USED_CPU_S], mask=~measured)
-    cols["used_mem_s"] = pa.array(extra[:, X_USED_MEM_S], mask=~measured)
+    start = rec["start"]
+    last = np.where(np.isnan(start), 0.0,
+                    np.minimum(np.where(np.isnan(rec["end"]), end_s, rec["end"]), end_s) - start)
+    busy = np.nan_to_num(last) + rec["wasted"]
+    for k, (name, mean) in enumerate((("used_cpu_s", "cpu_used"), ("used_mem_s", "mem_used"))):
+        mean_used = np.asarray(pc.fill_null(ident[mean], np.nan).to_numpy(
+            zero_copy_only=False), np.float64)
+        value = np.where(kept, extra[:, X_USED_CPU_S + k], mean_used * busy)
+        cols[name] = pa.array(value, mask=~kept & np.isnan(mean_used))
     return cols
 
 

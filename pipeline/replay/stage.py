@@ -226,7 +226,7 @@ def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: Clus
         job_queue, queue_names = np.asarray(assigned[0], np.int32), tuple(assigned[1])
     batches = out.task_runs_batches(trace.identities(), store, cluster.machine_ids,
                                     trace.job_user, job_queue, trace.users,
-                                    queue_names, run_id)
+                                    queue_names, run_id, summary.end_s)
     out.write_task_runs(batches, tmp / out.TASK_RUNS)
     rows = policy_obj.queue_rows(_cluster_total(spec, trace, cluster))
     if rows is not None:
@@ -249,6 +249,9 @@ def _write_metrics(tmp: Path, run_id: str, start_s: float, end_s: float,
     """Write ``metrics.parquet``: the metrics of the run's tables, then ``extra`` (the
     policy's own, :meth:`PolicyBase.run_metrics`)."""
     skip = {"run_id", "task_id", "queue", "machine_id"}  # not used by any metric
+    if not opportunistic:  # the opp_* metrics are null without the layer
+        skip |= {"opportunistic", "opp_starts", "opp_kills", "opp_pauses", "opp_shed",
+                 "opp_queue_s", "opp_wasted_s"}
     columns = [c for c in out.TASK_RUNS_SCHEMA.names if c not in skip]
     task_runs = pl.read_parquet(tmp / out.TASK_RUNS, columns=columns)
     nodes = pl.read_parquet(tmp / out.NODE_INTERVALS)

@@ -44,6 +44,7 @@ from pipeline.sim.tasks import (
     PENDING,
     PREEMPTED,
     RUNNING,
+    TRACKED,
     UNFINISHED,
     UNSCHEDULABLE,
     Heap,
@@ -173,6 +174,7 @@ class Simulation(Operations):
         nm = nm_options() if nm_options is not None else None
         if isinstance(nm, NMOptions):
             self.nm = NodeManagers(len(self.cluster.nodes), nm)
+            self.tasks.enable_extras()
         horizon = self.options.horizon_s
         idle_wakes, placed = 0, -1
         while not self._done():
@@ -286,7 +288,7 @@ class Simulation(Operations):
                 r.first_start, r.start, r.end, r.outcome, r.attempts, r.preemptions,
                 r.evictions, r.wasted, r.locality, r.read,
                 self._follow_slot, self._follow_end, IS_PARENT, self._clock,
-                t.extra, r.extra, n.oalloc, OPPORTUNISTIC,
+                t.extra, r.extra, n.oalloc, OPPORTUNISTIC, TRACKED,
             )
             if nf:
                 self._release_children(self._follow_slot[:nf].copy(), self._follow_end[:nf])
@@ -333,8 +335,6 @@ class Simulation(Operations):
         t.duration[slots] = b.duration[local]
         t.req[slots] = b.req[local]
         t.used[slots] = b.used[local]
-        t.work0[slots] = 0.0
-        t.extra[slots] = 0.0
         self.usage.admit(t, slots, b.usage_of(local))
         for name in ("user", "queue", "job", "priority"):
             getattr(t, name)[slots] = getattr(b, name)[local]

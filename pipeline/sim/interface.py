@@ -291,8 +291,8 @@ class RunningView(_TaskColumns):
     def progress(self) -> np.ndarray:
         """Fraction of the work done (speed-adjusted), in [0, 1]."""
         duration = self._t.duration[self._slots]
-        done = (self._t.work0[self._slots]
-                + (self._at - self.start_s) * self._speed[self.node]) / duration
+        before = self._t.work0[self._slots] if self._t.extras_on else 0.0  # paused runs
+        done = (before + (self._at - self.start_s) * self._speed[self.node]) / duration
         return readonly(np.clip(done, 0.0, 1.0))
 
 

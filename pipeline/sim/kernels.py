@@ -86,7 +86,7 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
                    t_read, free_stack, n_alloc, n_used, n_ncont, n_idle, n_dirty, n_instance,
                    r_row, r_inst, r_job, r_ready, r_first, r_start, r_end, r_out, r_att,
                    r_pre, r_evi, r_wasted, r_loc, r_read, follow_slot, follow_end, parent_flag,
-                   clock, t_extra, r_extra, n_oalloc, opp_flag):
+                   clock, t_extra, r_extra, n_oalloc, opp_flag, tracked_flag):
     """Finish tasks whose end is ``<= limit``, in time order; record them and free slots.
 
     Freed slots are reset for reuse.  Finished slots flagged ``parent_flag`` are listed in
@@ -94,7 +94,8 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
     ``clock[0]`` is set to the last end time.  Returns (status, n_follow): status 0 when all
     due completions are done, 1 when the record buffer or the follow list is full.
     A task flagged ``opp_flag`` gives its resources back to the node's opportunistic
-    allocation ``n_oalloc`` (the RM's ``n_alloc`` never held them).
+    allocation ``n_oalloc`` (the RM's ``n_alloc`` never held them); one flagged
+    ``tracked_flag`` records its ``t_extra`` row (then zeroed), the others zeros.
     """
     nf = 0
     cap_r = len(r_row)
@@ -129,7 +130,13 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
         r_loc[i] = t_loc[s]
         r_read[i, 0] = t_read[s, 0]
         r_read[i, 1] = t_read[s, 1]
-        r_extra[i, :] = t_extra[s, :]  # (reset when the slot is next admitted)
+        if t_flags[s] & tracked_flag:
+            for k in range(t_extra.shape[1]):
+                r_extra[i, k] = t_extra[s, k]
+                t_extra[s, k] = 0.0
+        else:
+            for k in range(r_extra.shape[1]):
+                r_extra[i, k] = 0.0
         counters[REC_N] = i + 1
         counters[N_DONE] += 1
         t_epoch[s] += 1

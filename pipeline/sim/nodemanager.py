@@ -142,6 +142,7 @@ class NodeManagers:
         t, n, h = sim.tasks, sim.cluster.nodes, sim.heap
         arr = np.asarray(slots, dtype=np.int64)
         nodes = np.full(len(arr), nd, dtype=np.int64)
+        sim.usage.track(t, arr)
         sim.usage.start(t, at, arr, nodes, n.speed)
         h.reserve(int(t.counters[HEAP_N]), len(arr))
         start_opportunistic(

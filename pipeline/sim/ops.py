@@ -25,6 +25,7 @@ from pipeline.sim.tasks import (
     PAUSED,
     PENDING,
     RUNNING,
+    TRACKED,
     UNFINISHED,
     X_OPP,
     X_OPP_KILLS,
@@ -183,7 +184,8 @@ class Operations:
         t, h, n = self.tasks, self.heap, self.cluster.nodes
         slots = self.queue.slots[req[(req >= 0) & (req < len(self.queue))]]
         if len(slots) == len(req):  # (a bad index is reported by the kernel below)
-            t.extra[slots, X_OPP] = 0.0
+            if self.nm is not None:  # a container the NM once ran is guaranteed now
+                t.extra[slots[(t.flags[slots] & TRACKED) != 0], X_OPP] = 0.0
             self.usage.start(t, at, slots, node, n.speed)
         h.reserve(int(t.counters[kernels.HEAP_N]), len(req))
         bad, code = kernels.apply_placements(
@@ -259,7 +261,7 @@ class Operations:
         node = t.node[slots]
         done = self.release_runs(at, slots)
         if requeue:  # a killed task keeps its last run as start_s..end_s instead
-            lost = at - t.start[slots] + t.work0[slots]
+            lost = at - t.start[slots] + (t.work0[slots] if t.extras_on else 0.0)
             t.wasted[slots] += lost
             if reason == "opp_kill":
                 t.extra[slots, X_OPP_KILLS] += 1
@@ -269,7 +271,8 @@ class Operations:
                 (t.evictions if evicted else t.preemptions)[slots] += 1
                 t.last_preempted[slots] = not evicted
             t.flags[slots] &= ~np.int8(OPPORTUNISTIC | PAUSED)
-            t.work0[slots] = 0.0
+            if t.extras_on:
+                t.work0[slots] = 0.0
             t.state[slots] = PENDING
             t.node[slots] = -1
             t.start[slots] = np.nan
@@ -290,7 +293,8 @@ class Operations:
         running = t.state[slots] == RUNNING
         done = np.where(running, (at - t.start[slots]) * self.cluster.nodes.speed[
             np.maximum(t.node[slots], 0)], 0.0)
-        return np.maximum(t.duration[slots] - t.work0[slots] - np.nan_to_num(done), 0.0)
+        before = t.work0[slots] if t.extras_on else 0.0  # paused runs' work
+        return np.maximum(t.duration[slots] - before - np.nan_to_num(done), 0.0)
 
     def _evict_node(self: Simulation, at: float, node: int) -> None:
         """A node goes down: its running tasks lose their work and go back to the queue,

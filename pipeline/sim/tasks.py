@@ -53,9 +53,15 @@ _TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float]] = {
     # a run's identity (unique over the replay): usage events of other runs are stale
     "run_seq": (np.int64, (), -1), "nmq_since": (np.float64, (), np.nan),
 }
-# Columns of ``extra``, copied into each task's record: float32 (counts are whole numbers;
-# seconds and usage integrals need no more than 7 significant digits, and every task in
-# flight and every buffered record carries them).
+# Fields only opportunistic containers and usage profiles need: allocated (at full capacity)
+# when a replay first needs them (``TaskTable.enable_extras``), empty until then, so a replay
+# without either carries none of them.
+LAZY_FIELDS = frozenset({"extra", "useg_lo", "useg_hi", "useg_cur", "work0", "run_seq",
+                         "nmq_since"})
+# Columns of ``extra``, copied into the record of a TRACKED task (zeros for the others; a
+# free slot's row is all zeros): float32 (counts are whole numbers; seconds and usage
+# integrals need no more than 7 significant digits).  ``used_measured``: the usage integral
+# ``used_*_s`` is kept in the core (the task's usage is measured and it is TRACKED).
 EXTRA_NAMES = ("opportunistic", "opp_starts", "opp_kills", "opp_pauses", "opp_shed",
                "opp_queue_s", "opp_wasted_s", "used_measured", "used_cpu_s", "used_mem_s")
 (X_OPP, X_OPP_STARTS, X_OPP_KILLS, X_OPP_PAUSES, X_OPP_SHED, X_OPP_QUEUE_S, X_OPP_WASTED,
@@ -65,7 +71,10 @@ N_EXTRA = len(EXTRA_NAMES)
 # end, so its recorded duration is a lower bound and it runs until the core stops it there.
 # OPPORTUNISTIC: its current container is opportunistic (allocated outside the RM's
 # accounting, on the node's ``opp_alloc``); PAUSED: a paused opportunistic container.
-HAS_INPUTS, IS_PARENT, CENSORED, OPPORTUNISTIC, PAUSED = 1, 2, 4, 8, 16
+# TRACKED: the core keeps the task's ``extra`` figures (it has a usage profile, or a
+# NodeManager ran it); the records of other tasks get zeros there, and their usage integral
+# is their mean usage x run time, computed when the run is written (pipeline.replay.output).
+HAS_INPUTS, IS_PARENT, CENSORED, OPPORTUNISTIC, PAUSED, TRACKED = 1, 2, 4, 8, 16, 32
 
 
 class TaskTable:
@@ -77,6 +86,7 @@ class TaskTable:
 
     def __init__(self, capacity: int = 1024) -> None:
         self.capacity = 0
+        self.extras_on = False
         for name, (dtype, shape, fill) in _TASK_FIELDS.items():
             setattr(self, name, np.full((0, *shape), fill, dtype=dtype))
         self.free_stack = np.zeros(0, dtype=np.int64)
@@ -89,6 +99,8 @@ class TaskTable:
             return
         new = max(capacity, 2 * self.capacity)
         for name, (dtype, shape, fill) in _TASK_FIELDS.items():
+            if name in LAZY_FIELDS and not self.extras_on:
+                continue
             old = getattr(self, name)
             arr = np.full((new, *shape), fill, dtype=dtype)
             arr[: len(old)] = old
@@ -102,6 +114,15 @@ class TaskTable:
         self.counters[FREE_TOP] = top + len(fresh)
         self.capacity = new
 
+    def enable_extras(self) -> None:
+        """Allocate the LAZY_FIELDS (every slot at its reset value)."""
+        if self.extras_on:
+            return
+        self.extras_on = True
+        for name in LAZY_FIELDS:
+            dtype, shape, fill = _TASK_FIELDS[name]
+            setattr(self, name, np.full((self.capacity, *shape), fill, dtype=dtype))
+
     def alloc(self, k: int) -> np.ndarray:
         """Take ``k`` free slots (lowest numbers first when the table is fresh)."""
         if k > int(self.counters[FREE_TOP]):
@@ -114,7 +135,7 @@ class TaskTable:
     def clear(self, slots: np.ndarray) -> None:
         """Reset every field of ``slots`` but the epoch (stale heap entries stay stale)."""
         for name, (_dtype, _shape, fill) in _TASK_FIELDS.items():
-            if name != "epoch":
+            if name != "epoch" and (self.extras_on or name not in LAZY_FIELDS):
                 getattr(self, name)[slots] = fill
 
     def release(self, slots: np.ndarray) -> None:
@@ -236,7 +257,7 @@ class Records:
             self.wasted[i:j] = t.wasted[part]
             self.locality[i:j] = t.locality[part]
             self.read[i:j] = t.read[part]
-            self.extra[i:j] = t.extra[part]
+            self.extra[i:j] = t.extra[part] if t.extras_on else 0.0
             self.remaining[i:j] = (remaining if np.isscalar(remaining)
                                    else remaining[lo : lo + len(part)])
             counters[REC_N] = j

@@ -16,11 +16,14 @@ passes over ~10^5 running containers per simulated day at 12,500 machines).  Nod
 is then exact at every instant, so the NodeManager's utilization checks
 (:mod:`pipeline.sim.nodemanager`) read it directly.
 
-Usage integrals: each task accumulates ``used_cpu_s``/``used_mem_s`` (usage x wall time over
-all its runs).  A run adds the integral of its whole remaining profile when it starts, and a
-run that stops early (killed, preempted, paused, evicted, cut at the horizon) takes back the
-part it did not run.  Reading input data (``input_mb``) lengthens a run without changing
-its usage profile, which is indexed by work done.
+Usage integrals: a TRACKED task (one with a profile, or one a NodeManager ran) accumulates
+``used_cpu_s``/``used_mem_s`` (usage x wall time over all its runs) in the core: a run adds
+the integral of its whole remaining profile when it starts, and a run that stops early
+(killed, preempted, paused, evicted, cut at the horizon) takes back the part it did not run.
+Any other task's usage is its mean throughout, so its integral is mean x run time, computed
+when the run is written (:mod:`pipeline.replay.output`): the hot path pays nothing for
+it.  Reading input data (``input_mb``) lengthens a run without changing its usage
+profile, which is indexed by work done.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pipeline.sim.kernels import heap_pop, heap_push
 from pipeline.sim.tasks import (
     HEAP_N,
     RUNNING,
+    TRACKED,
     X_MEASURED,
     X_USED_CPU_S,
     X_USED_MEM_S,
@@ -214,34 +218,55 @@ class Usage:
     def admit(self, t: TaskTable, slots: np.ndarray, segments: tuple[np.ndarray, ...] | None
               ) -> None:
         """Profiles of newly admitted ``slots`` (``segments``: indptr, start, end, cpu, mem
-        for those tasks in order, or None) and whether each one's usage is measured (their
-        ``used`` holds their mean usage, NaN where unmeasured)."""
-        mean = t.used[slots]
-        measured = np.all(np.isfinite(mean), axis=1)
+        for those tasks in order, or None; their ``used`` holds their mean usage, NaN where
+        unmeasured).  A task with a profile is TRACKED: the core keeps its usage integral."""
+        if segments is not None:
+            t.enable_extras()
+        if not t.extras_on:
+            return
+        t.useg_lo[slots] = -1
+        t.useg_hi[slots] = -1
+        t.work0[slots] = 0.0
         if segments is None:
-            t.useg_lo[slots] = -1
-            t.useg_hi[slots] = -1
-        else:
-            indptr, start, end, cpu, mem = segments
-            measured |= np.diff(indptr) > 0
-            req = t.req[slots, :2]
-            fill = np.where(np.isfinite(mean), mean, req)
-            room = self.n + 2 * len(start) + len(slots) + 1
-            self._grow(("bp", "vc", "vm", "cc", "cm"), room)
-            lo = np.empty(len(slots), dtype=np.int64)
-            hi = np.empty(len(slots), dtype=np.int64)
-            self.n = int(_build(indptr, start, end, cpu, mem, fill, t.duration[slots],
-                                self.bp, self.vc, self.vm, self.cc, self.cm, self.n, lo, hi))
-            t.useg_lo[slots] = lo
-            t.useg_hi[slots] = hi
-            self.active = self.active or bool(np.any(lo >= 0))
-        t.extra[slots, X_MEASURED] = measured
+            return
+        indptr, start, end, cpu, mem = segments
+        mean = t.used[slots]
+        fill = np.where(np.isfinite(mean), mean, t.req[slots, :2])
+        room = self.n + 2 * len(start) + len(slots) + 1
+        self._grow(("bp", "vc", "vm", "cc", "cm"), room)
+        lo = np.empty(len(slots), dtype=np.int64)
+        hi = np.empty(len(slots), dtype=np.int64)
+        self.n = int(_build(indptr, start, end, cpu, mem, fill, t.duration[slots],
+                            self.bp, self.vc, self.vm, self.cc, self.cm, self.n, lo, hi))
+        t.useg_lo[slots] = lo
+        t.useg_hi[slots] = hi
+        profiled = slots[lo >= 0]
+        if len(profiled):
+            self.active = True
+            t.flags[profiled] |= np.int8(TRACKED)
+            t.extra[profiled, X_MEASURED] = 1.0
+
+    @staticmethod
+    def track(t: TaskTable, slots: np.ndarray) -> None:
+        """From now on the core keeps these tasks' extra figures (a NodeManager runs them):
+        the usage integral starts from their earlier runs' time (``wasted``) at their mean."""
+        new = slots[(t.flags[slots] & TRACKED) == 0]
+        if len(new) == 0:
+            return
+        t.flags[new] |= np.int8(TRACKED)
+        mean = t.used[new]
+        measured = np.all(np.isfinite(mean), axis=1)
+        t.extra[new, X_MEASURED] = measured
+        have = new[measured]
+        t.extra[have, X_USED_CPU_S] = t.used[have, 0] * t.wasted[have]
+        t.extra[have, X_USED_MEM_S] = t.used[have, 1] * t.wasted[have]
 
     def start(self, t: TaskTable, at: float, slots: np.ndarray, nodes: np.ndarray,
               speed: np.ndarray) -> None:
-        """Runs of ``slots`` start on ``nodes`` (before node usage is added)."""
+        """Runs of ``slots`` start on ``nodes`` (before node usage is added): usage in force
+        and first change for profiled tasks, usage integrals for TRACKED ones."""
         k = len(slots)
-        if k == 0:
+        if k == 0 or not t.extras_on:
             return
         t.run_seq[slots] = np.arange(self.next_run, self.next_run + k)
         self.next_run += k
@@ -253,16 +278,21 @@ class Usage:
                        self.vc, self.vm, self.cc, self.cm, self.time, self.seq, self.slot,
                        self.run, self.counters)
             slots, nodes = slots[~prof], nodes[~prof]
-        measured = t.extra[slots, X_MEASURED] > 0  # mean usage throughout the run
-        flat = slots[measured]
-        if len(flat):
-            left = (t.duration[flat] - t.work0[flat]) / speed[nodes[measured]]
-            t.extra[flat, X_USED_CPU_S] += t.used[flat, 0] * left
-            t.extra[flat, X_USED_MEM_S] += t.used[flat, 1] * left
+        flat = (t.flags[slots] & TRACKED) != 0  # tracked, mean usage throughout the run
+        if not flat.any():
+            return
+        flat &= t.extra[slots, X_MEASURED] > 0
+        s = slots[flat]
+        left = (t.duration[s] - t.work0[s]) / speed[nodes[flat]]
+        t.extra[s, X_USED_CPU_S] += t.used[s, 0] * left
+        t.extra[s, X_USED_MEM_S] += t.used[s, 1] * left
 
     def stop(self, t: TaskTable, at: float, slots: np.ndarray, speed: np.ndarray
              ) -> np.ndarray:
         """Runs of ``slots`` stop at ``at``; return the work each had done (all runs)."""
+        if not t.extras_on:
+            return np.minimum(t.duration[slots], np.maximum(at - t.start[slots], 0.0)
+                              * speed[np.maximum(t.node[slots], 0)])
         done = np.zeros(len(slots))
         if len(slots):
             stop_runs(at, slots, t.node, t.start, t.useg_lo, t.useg_hi, t.used, t.req,
