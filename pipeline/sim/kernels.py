@@ -318,3 +318,67 @@ def start_opportunistic(at, slots, nodes, ht, hs, hslot, hep, counters, t_durati
         end = np.inf if t_flags[s] & open_flag else at + run_time(
             left, n_speed[nd], mb, level, read_rate)
         heap_push(ht, hs, hslot, hep, counters, end, s, t_epoch[s])
+
+
+@njit(cache=True)
+def nm_arrivals(slots, nodes, req, cap, alloc, oalloc, queued, max_queue, eps, action):
+    """What each NodeManager does with arriving opportunistic containers, in order: 0 start
+    (its queue is empty and the container fits the unallocated room), 1 queue (fewer than
+    ``max_queue`` queued), 2 reject.  ``queued`` (a copy of the queue lengths) and the
+    room taken by earlier starts of the same call are updated as it goes."""
+    taken = np.zeros((len(cap), 3))  # room taken by this call's starts, by node
+    for i in range(len(slots)):
+        s = slots[i]
+        nd = nodes[i]
+        fits = queued[nd] == 0
+        if fits:
+            for k in range(3):
+                c = cap[nd, k]
+                if req[s, k] > c - alloc[nd, k] - oalloc[nd, k] - taken[nd, k] + eps * c + 1e-12:
+                    fits = False
+                    break
+        if fits:
+            action[i] = 0
+            for k in range(3):
+                taken[nd, k] += req[s, k]
+        elif queued[nd] < max_queue:
+            action[i] = 1
+            queued[nd] += 1
+        else:
+            action[i] = 2
+
+
+@njit(cache=True)
+def nm_fifo_starts(flat, indptr, nodes, req, cap, alloc, oalloc, room, use_room, eps, go):
+    """How many queued containers start from the head of each node's queue (``flat`` in
+    CSR form by ``indptr``): FIFO while the head fits the unallocated room or, with
+    ``use_room``, the over-allocation ``room`` (cpu, mem; GPUs by allocation).  Each start
+    takes its request off both."""
+    for i in range(len(nodes)):
+        nd = nodes[i]
+        free = np.empty(3)
+        for k in range(3):
+            free[k] = cap[nd, k] - alloc[nd, k] - oalloc[nd, k]
+        r0 = room[i, 0]
+        r1 = room[i, 1]
+        n = 0
+        for j in range(indptr[i], indptr[i + 1]):
+            s = flat[j]
+            ok = True
+            for k in range(3):
+                c = cap[nd, k]
+                if req[s, k] > free[k] + eps * c + 1e-12:
+                    ok = False
+                    break
+            if not ok and use_room:
+                ok = (req[s, 0] <= r0 + eps * cap[nd, 0] + 1e-12
+                      and req[s, 1] <= r1 + eps * cap[nd, 1] + 1e-12
+                      and req[s, 2] <= free[2] + eps * cap[nd, 2] + 1e-12)
+            if not ok:
+                break
+            for k in range(3):
+                free[k] -= req[s, k]
+            r0 -= req[s, 0]
+            r1 -= req[s, 1]
+            n += 1
+        go[i] = n

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipeline.sim.kernels import EPS, start_opportunistic
+from pipeline.sim.kernels import EPS, nm_arrivals, nm_fifo_starts, start_opportunistic
 from pipeline.sim.tasks import (
     HEAP_N,
     NM_QUEUED,
@@ -110,49 +110,44 @@ class NodeManagers:
         """Containers ``slots`` (just taken off the RM's queue) arrive at ``nodes``; return
         the rejected ones (the caller sends them back to the RM)."""
         n, t = sim.cluster.nodes, sim.tasks
-        rejected: list[int] = []
-        for s, nd in zip(slots.tolist(), nodes.tolist(), strict=True):
-            q = self.queue[nd]
-            if not q and self._fits_room(n, t.req[s], nd):
-                self._start(sim, at, [s], nd)
-            elif len(q) < self.o.max_queue:
-                q.append(s)
-                t.state[s] = NM_QUEUED
-                t.nmq_since[s] = at
-                self.sync(sim, nd)
-                self.active.add(nd)
-            else:
-                rejected.append(s)
+        action = np.empty(len(slots), dtype=np.int8)
+        nm_arrivals(slots, nodes, t.req, n.cap, n.alloc, n.oalloc, n.oppq.copy(),
+                    self.o.max_queue, EPS, action)
+        go = action == 0
+        if go.any():
+            self._start(sim, at, slots[go], nodes[go])
+        for s, nd in zip(slots[action == 1].tolist(), nodes[action == 1].tolist(),
+                         strict=True):
+            self.queue[nd].append(s)
+            self.active.add(nd)
+        queued = slots[action == 1]
+        t.state[queued] = NM_QUEUED
+        t.nmq_since[queued] = at
+        for nd in np.unique(nodes[action == 1]).tolist():
+            self.sync(sim, nd)
+        rejected = slots[action == 2].tolist()
         self.counts["rejected"] += len(rejected)
         return rejected
 
-    @staticmethod
-    def _fits_room(n: object, req: np.ndarray, nd: int, headroom: np.ndarray | None = None
-                   ) -> bool:
-        """Whether ``req`` fits node ``nd``'s unallocated room or, at a utilization check,
-        its over-allocation ``headroom`` (cpu, mem; the GPU always by allocation)."""
-        slack = EPS * n.cap[nd] + 1e-12
-        free = n.cap[nd] - n.alloc[nd] - n.oalloc[nd]
-        if np.all(req <= free + slack):
-            return True
-        return headroom is not None and bool(
-            np.all(req[:2] <= headroom + slack[:2]) and req[2] <= free[2] + slack[2])
-
-    def _start(self, sim: Simulation, at: float, slots: list[int], nd: int) -> None:
+    def _start(self, sim: Simulation, at: float, slots: np.ndarray, nodes: np.ndarray
+               ) -> None:
+        """Start (or resume) containers ``slots`` on ``nodes`` (in that order)."""
         t, n, h = sim.tasks, sim.cluster.nodes, sim.heap
-        arr = np.asarray(slots, dtype=np.int64)
-        nodes = np.full(len(arr), nd, dtype=np.int64)
-        sim.usage.track(t, arr)
-        sim.usage.start(t, at, arr, nodes, n.speed)
-        h.reserve(int(t.counters[HEAP_N]), len(arr))
+        slots = np.ascontiguousarray(slots, dtype=np.int64)
+        nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+        sim.usage.track(t, slots)
+        sim.usage.start(t, at, slots, nodes, n.speed)
+        h.reserve(int(t.counters[HEAP_N]), len(slots))
         start_opportunistic(
-               at, arr, nodes, h.time, h.seq, h.slot, h.epoch, t.counters, t.duration, t.req,
-               t.used, t.state, t.node, t.start, t.first_start, t.attempts, t.epoch, t.flags,
-               t.work0, t.inp, t.input_mb, t.locality, t.read, t.extra, t.nmq_since,
+               at, slots, nodes, h.time, h.seq, h.slot, h.epoch, t.counters, t.duration,
+               t.req, t.used, t.state, t.node, t.start, t.first_start, t.attempts, t.epoch,
+               t.flags, t.work0, t.inp, t.input_mb, t.locality, t.read, t.extra, t.nmq_since,
                sim.open_flag, 1, n.oalloc, n.used, n.ncont, n.speed, n.dirty, n.rack,
                sim._read_rate)
-        self.running[nd].extend(zip(slots, t.run_seq[arr].tolist(), strict=True))
-        self.active.add(nd)
+        for s, nd, rs in zip(slots.tolist(), nodes.tolist(), t.run_seq[slots].tolist(),
+                             strict=True):
+            self.running[nd].append((s, rs))
+            self.active.add(nd)
         sim.events += len(slots)
         sim.last_s = max(sim.last_s, at)
 
@@ -180,43 +175,57 @@ class NodeManagers:
 
     # -- room appears: start queued containers -----------------------------------------
     def start_queued(self, sim: Simulation, at: float, nodes: list[int],
-                     headroom: dict[int, np.ndarray] | None = None) -> None:
+                     headroom: np.ndarray | None = None) -> None:
         """Start queued containers, FIFO, on ``nodes`` while the head fits (``headroom``:
-        per-node over-allocation room, at utilization checks)."""
+        the nodes' over-allocation room (cpu, mem), at utilization checks)."""
         n, t = sim.cluster.nodes, sim.tasks
-        for nd in nodes:
-            q = self.queue[nd]
-            if not q or n.state[nd] != 2:
-                continue
-            room = None if headroom is None else headroom.get(nd)
-            while q:
-                s = q[0]
-                if not self._fits_room(n, t.req[s], nd, room):
-                    break
-                q.pop(0)
-                self.sync(sim, nd)
-                if room is not None:
-                    room = room - t.req[s, :2]
-                self._start(sim, at, [s], nd)
+        nodes = [nd for nd in nodes if self.queue[nd] and n.state[nd] == 2]
+        if not nodes:
+            return
+        lengths = np.array([len(self.queue[nd]) for nd in nodes], dtype=np.int64)
+        indptr = np.zeros(len(nodes) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        flat = np.fromiter((s for nd in nodes for s in self.queue[nd]), dtype=np.int64,
+                           count=int(indptr[-1]))
+        room = (np.zeros((len(nodes), 2)) if headroom is None
+                else np.array(headroom, dtype=np.float64))
+        go = np.zeros(len(nodes), dtype=np.int64)
+        nm_fifo_starts(flat, indptr, np.asarray(nodes, dtype=np.int64), t.req, n.cap, n.alloc,
+                       n.oalloc, room, headroom is not None, EPS, go)
+        starts, where = [], []
+        for i in np.flatnonzero(go).tolist():
+            nd, k = nodes[i], int(go[i])
+            starts.extend(self.queue[nd][:k])
+            where.extend([nd] * k)
+            del self.queue[nd][:k]
+            self.sync(sim, nd)
+        if starts:
+            self._start(sim, at, np.asarray(starts, dtype=np.int64),
+                        np.asarray(where, dtype=np.int64))
 
     # -- guaranteed containers need room ------------------------------------------------
     def make_room(self, sim: Simulation, at: float, nodes: np.ndarray) -> None:
         """After guaranteed placements on ``nodes``: kill (pause) opportunistic containers,
         most recently started first, until each node's allocation fits its capacity."""
-        n = sim.cluster.nodes
-        for nd in np.unique(nodes).tolist():
-            over = n.alloc[nd] + n.oalloc[nd] - n.cap[nd] * (1 + EPS) - 1e-12
-            if not np.any(over > 0):
-                continue
+        n, req = sim.cluster.nodes, sim.tasks.req
+        touched = np.unique(nodes)
+        touched = touched[np.any(n.oalloc[touched] > 0, axis=1)]
+        excess = n.alloc[touched] + n.oalloc[touched] - n.cap[touched] * (1 + EPS) - 1e-12
+        victims: dict[int, list[int]] = {}
+        for i in np.flatnonzero(np.any(excess > 0, axis=1)).tolist():
+            nd, over = int(touched[i]), excess[i].tolist()
             run = self._live(sim, nd)
-            victims: list[int] = []
+            picked: list[int] = []
             k = len(run)
-            while k > 0 and np.any(over > 0):
+            while k > 0 and (over[0] > 0 or over[1] > 0 or over[2] > 0):
                 k -= 1
-                victims.append(run[k])
-                over = over - sim.tasks.req[run[k]]
-            if victims:
-                self._reclaim(sim, at, nd, victims, "guaranteed")
+                picked.append(run[k])
+                r = req[run[k]]
+                over = [over[0] - r[0], over[1] - r[1], over[2] - r[2]]
+            if picked:
+                victims[nd] = picked
+        if victims:
+            self._reclaim(sim, at, victims, "guaranteed")
 
     def _live(self, sim: Simulation, nd: int) -> list[int]:
         """Slots of node ``nd``'s running opportunistic containers, oldest first."""
@@ -226,19 +235,22 @@ class NodeManagers:
         self.running[nd] = live
         return [s for s, _ in live]
 
-    def _reclaim(self, sim: Simulation, at: float, nd: int, victims: list[int],
+    def _reclaim(self, sim: Simulation, at: float, victims: dict[int, list[int]],
                  reason: str) -> None:
-        gone = set(victims)
-        self.running[nd] = [e for e in self.running[nd] if e[0] not in gone]
-        arr = np.asarray(victims, dtype=np.int64)
+        """Kill (or pause) ``victims`` (node -> slots), all in one stop."""
+        for nd, picked in victims.items():
+            gone = set(picked)
+            self.running[nd] = [e for e in self.running[nd] if e[0] not in gone]
+        arr = np.fromiter((s for picked in victims.values() for s in picked), dtype=np.int64)
         if self.o.pause:
-            self.counts[f"paused_{reason}"] += len(victims)
-            self._pause(sim, at, nd, arr)
+            self.counts[f"paused_{reason}"] += len(arr)
+            self._pause(sim, at, victims, arr)
         else:
-            self.counts[f"killed_{reason}"] += len(victims)
+            self.counts[f"killed_{reason}"] += len(arr)
             sim._stop(at, arr, requeue=True, reason="opp_kill")
 
-    def _pause(self, sim: Simulation, at: float, nd: int, slots: np.ndarray) -> None:
+    def _pause(self, sim: Simulation, at: float, victims: dict[int, list[int]],
+               slots: np.ndarray) -> None:
         t = sim.tasks
         done = sim.release_runs(at, slots)
         t.work0[slots] = done
@@ -248,8 +260,9 @@ class NodeManagers:
         t.start[slots] = np.nan
         t.nmq_since[slots] = at
         t.extra[slots, X_OPP_PAUSES] += 1
-        self.queue[nd].extend(slots.tolist())
-        self.sync(sim, nd)
+        for nd, picked in victims.items():
+            self.queue[nd].extend(picked)
+            self.sync(sim, nd)
 
     # -- the RM's queue limit -----------------------------------------------------------
     def shed(self, sim: Simulation, at: float, limit: int) -> np.ndarray:
@@ -257,12 +270,11 @@ class NodeManagers:
         slots (the caller sends them back to the RM)."""
         out: list[int] = []
         t = sim.tasks
-        for nd in sorted(self.active):
+        for nd in np.flatnonzero(sim.cluster.nodes.oppq > limit).tolist():
             q = self.queue[nd]
-            if len(q) > limit:
-                out.extend(q[limit:])
-                del q[limit:]
-                self.sync(sim, nd)
+            out.extend(q[limit:])
+            del q[limit:]
+            self.sync(sim, nd)
         arr = np.asarray(out, dtype=np.int64)
         if len(arr):
             t.extra[arr, X_OPP_SHED] += 1
@@ -324,9 +336,7 @@ class NodeManagers:
             fits = (np.all(heads <= free + slack, axis=1)
                     | (np.all(heads[:, :2] <= room + slack[:, :2], axis=1)
                        & (heads[:, 2] <= free[:, 2] + slack[:, 2])))
-            go = queued[fits]
-            self.start_queued(sim, at, go.tolist(),
-                              dict(zip(go.tolist(), room[fits], strict=True)))
+            self.start_queued(sim, at, queued[fits].tolist(), room[fits])
         self._settle(sim)
 
     def _cut(self, sim: Simulation, at: float, nd: int, cut_c: bool, cut_m: bool,
@@ -348,7 +358,7 @@ class NodeManagers:
             s = run[k]
             victims.append(s)
             used -= np.where(np.isnan(t.used[s]), t.req[s, :2], t.used[s])
-        self._reclaim(sim, at, nd, victims, "overalloc")
+        self._reclaim(sim, at, {nd: victims}, "overalloc")
 
     def _settle(self, sim: Simulation) -> None:
         """Drop nodes with no opportunistic container queued or running from the active

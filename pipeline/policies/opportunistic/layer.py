@@ -116,7 +116,9 @@ class Opportunistic:
             node = monitor.assign(len(o_idx))
             sent = node >= 0
             d.opp_req, d.opp_node = o_idx[sent], node[sent]
-            if not sent.all():  # the listed nodes are full: try again at the next sort
+            if not sent.all() and monitor.room_at_sort:
+                # the listed nodes took all they may until the next sort: ask for it (when
+                # their queues were full at the sort, freed room brings the next call)
                 again = monitor.sorted_at + max(monitor.interval_s, 1e-3)
                 d.wake_at_s = again if d.wake_at_s is None else min(d.wake_at_s, again)
         return d

@@ -27,15 +27,14 @@ from pipeline.sim.interface import NodeView
 
 
 def queue_limit(lengths: np.ndarray, k: float, lo: int, hi: int) -> int:
-    """The queue limit the RM pushes, from the nodes' queue lengths."""
-    values = [int(v) for v in np.asarray(lengths).tolist()]
-    if not values:
+    """The queue limit the RM pushes, from the nodes' queue lengths (integer arithmetic as
+    Hadoop's: floor mean, stdev rounded half up, threshold truncated)."""
+    values = np.asarray(lengths, dtype=np.int64)
+    if len(values) == 0:
         return lo
     n = len(values)
-    mean = sum(values) // n
-    square = 0
-    for v in values:
-        square += (v - mean) * (v - mean)
+    mean = int(values.sum()) // n
+    square = int(((values - mean) ** 2).sum())
     stdev = math.floor(math.sqrt(square / n) + 0.5)  # Java Math.round: half up
     threshold = int(mean + k * stdev)
     return min(hi, max(lo, threshold))
@@ -53,6 +52,7 @@ class LoadMonitor:
         self.sorted_at = -math.inf
         self.cursor = 0
         self.limit: int | None = None
+        self.room_at_sort = False  # some listed node could take a container at the sort
 
     def refresh(self, now: float, nodes: NodeView, oldest_wait: np.ndarray | None) -> bool:
         """Re-sort when the interval has passed; return whether it did."""
@@ -68,6 +68,7 @@ class LoadMonitor:
         order = np.lexsort((up, key))
         self.top = up[order[: self.k]]
         self.length = queued[self.top].copy()
+        self.room_at_sort = bool(np.any(self.length < self.capacity))
         self.cursor = 0
         self.limit = queue_limit(queued[up], self.stdev_k, self.min_queue, self.max_queue)
         return True

@@ -16,8 +16,6 @@ again as opportunistic, as the MapReduce AM re-requests the same kind).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from pipeline.sim.interface import ClusterInfo, PendingView
@@ -32,8 +30,9 @@ class ContainerTypes:
         names = {q.strip() for q in queues.split(",") if q.strip()}
         self.queue_codes = np.array([i for i, q in enumerate(cluster.queues) if q in names],
                                     dtype=np.int64)
-        self._seen: dict[int, bool] = {}  # trace row -> opportunistic (percent rule)
-        self._rank: dict[int, int] = {}  # job code -> tasks seen
+        # percent rule: each trace row's decision (-1: not seen yet) and tasks seen per job
+        self._flag = np.full(0, -1, dtype=np.int8)
+        self._count = np.zeros(0, dtype=np.int64)
 
     def mask(self, pending: PendingView) -> np.ndarray:
         """Whether each pending request is opportunistic."""
@@ -46,17 +45,35 @@ class ContainerTypes:
         return np.zeros(len(pending), dtype=np.bool_)
 
     def _percent(self, pending: PendingView) -> np.ndarray:
-        rows = pending.row.tolist()
-        out = np.zeros(len(rows), dtype=np.bool_)
-        new = [i for i, r in enumerate(rows) if r not in self._seen]
-        if new:  # first sight: in trace-row order, so the rank does not depend on timing
-            jobs = pending.job
-            for i in sorted(new, key=lambda i: rows[i]):
-                j = int(jobs[i])
-                k = self._rank.get(j, 0)
-                self._rank[j] = k + 1
-                p = self.percent
-                self._seen[rows[i]] = math.floor((k + 1) * p / 100) > math.floor(k * p / 100)
-        for i, r in enumerate(rows):
-            out[i] = self._seen[r]
-        return out
+        rows = np.asarray(pending.row, dtype=np.int64)
+        if len(rows) == 0:
+            return np.zeros(0, dtype=np.bool_)
+        self._flag = _grown(self._flag, int(rows.max()) + 1, -1)
+        flag = self._flag[rows]
+        unseen = flag < 0
+        if unseen.any():  # first sight, in trace-row order: the rank does not depend on timing
+            new = rows[unseen]
+            order = np.argsort(new, kind="stable")
+            new = new[order]
+            jobs = np.asarray(pending.take("job", np.flatnonzero(unseen)), np.int64)[order]
+            self._count = _grown(self._count, int(jobs.max()) + 1, 0)
+            by_job = np.argsort(jobs, kind="stable")
+            sorted_jobs = jobs[by_job]
+            first = np.searchsorted(sorted_jobs, sorted_jobs, side="left")
+            rank = np.empty(len(new), dtype=np.int64)
+            rank[by_job] = np.arange(len(new)) - first + self._count[sorted_jobs]
+            np.add.at(self._count, jobs, 1)
+            p = self.percent
+            mark = np.floor((rank + 1) * p / 100) > np.floor(rank * p / 100)
+            self._flag[new] = mark
+            flag = self._flag[rows]
+        return flag > 0
+
+
+def _grown(array: np.ndarray, size: int, fill: int) -> np.ndarray:
+    """``array`` extended to at least ``size`` entries (doubling), new ones ``fill``."""
+    if size <= len(array):
+        return array
+    out = np.full(max(size, 2 * len(array)), fill, dtype=array.dtype)
+    out[: len(array)] = array
+    return out
