@@ -33,6 +33,7 @@ from numba import njit
 
 from pipeline.sim.kernels import heap_pop, heap_push
 from pipeline.sim.tasks import (
+    FREE,
     HEAP_N,
     RUNNING,
     TRACKED,
@@ -232,8 +233,10 @@ class Usage:
         indptr, start, end, cpu, mem = segments
         mean = t.used[slots]
         fill = np.where(np.isfinite(mean), mean, t.req[slots, :2])
-        room = self.n + 2 * len(start) + len(slots) + 1
-        self._grow(("bp", "vc", "vm", "cc", "cm"), room)
+        room = 2 * len(start) + len(slots) + 1
+        if self.n + room > len(self.bp):
+            self.compact(t)
+        self._grow(("bp", "vc", "vm", "cc", "cm"), self.n + room)
         lo = np.empty(len(slots), dtype=np.int64)
         hi = np.empty(len(slots), dtype=np.int64)
         self.n = int(_build(indptr, start, end, cpu, mem, fill, t.duration[slots],
@@ -245,6 +248,26 @@ class Usage:
             self.active = True
             t.flags[profiled] |= np.int8(TRACKED)
             t.extra[profiled, X_MEASURED] = 1.0
+
+    def compact(self, t: TaskTable) -> None:
+        """Keep only the profiles of tasks still in flight (a finished task's pieces are
+        never read again), so the pool holds what is in flight, not the trace so far."""
+        live = np.flatnonzero((t.useg_lo >= 0) & (t.state != FREE))
+        t.useg_lo[(t.useg_lo >= 0) & (t.state == FREE)] = -1
+        lo, hi = t.useg_lo[live], t.useg_hi[live]
+        counts = hi - lo
+        new_lo = np.cumsum(counts) - counts
+        total = int(counts.sum())
+        take = np.repeat(lo - new_lo, counts) + np.arange(total)
+        for name in ("bp", "vc", "vm", "cc", "cm"):
+            arr = getattr(self, name)
+            arr[:total] = arr[take]  # (gathered into a copy first, then written)
+        shift = new_lo - lo
+        t.useg_lo[live] = new_lo
+        t.useg_hi[live] = new_lo + counts
+        cur = t.useg_cur[live]
+        t.useg_cur[live] = np.where(cur >= 0, cur + shift, cur)
+        self.n = total
 
     @staticmethod
     def track(t: TaskTable, slots: np.ndarray) -> None:

@@ -70,3 +70,20 @@ def test_queued_containers_start_in_fifo_order_when_room_frees() -> None:
     recs, _ = run(cluster(1), [b], policy=SendAll(NMOptions(max_queue=5)))
     # G0 ends at 20 -> O2 starts; O2 ends at 25 -> O3; G1 ends at 30 -> O4
     assert [recs[r]["start"] for r in (2, 3, 4)] == [20.0, 25.0, 30.0]
+
+
+def test_usage_profiles_follow_usage_and_the_pool_stays_bounded() -> None:
+    """3,000 one-after-another tasks with a 4-piece usage profile each: node usage and each
+    task's usage integral follow the profile, and the pool keeps only tasks in flight."""
+    n = 3000
+    b = batch([float(10 * i) for i in range(n)], [8.0] * n)
+    per = 4
+    starts = np.tile([0.0, 2.0, 4.0, 6.0], n)
+    mem = np.tile([0.1, 0.4, 0.2, 0.3], n)
+    b.usage = (np.arange(0, per * n + 1, per, dtype=np.int64), starts, starts + 2.0,
+               mem.copy(), mem.copy())
+    recs, sim = run(cluster(1), [b])
+    used = EXTRA_NAMES.index("used_mem_s")
+    assert all(abs(float(recs[r]["extra"][used]) - 2.0 * (0.1 + 0.4 + 0.2 + 0.3)) < 1e-5
+               for r in range(n))
+    assert len(sim.usage.bp) < per * n  # compacted: not every task's pieces kept
