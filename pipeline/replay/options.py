@@ -61,9 +61,16 @@ CLUSTER_PARAMS: dict[str, Param] = {
     "rack_mb_s": Param(READ_MB_S[1], "MiB/s a task reads rack-local input at", float, 1e-6),
     "core_mb_s": Param(READ_MB_S[2], "MiB/s a task reads off-rack input at (through the "
                        "core)", float, 1e-6),
+    "slow_fraction": Param(0.0, "share of machines slowed by slow_factor (chosen by the "
+                           "seed, the same for every policy)", float, 0.0, 1.0),
+    "slow_factor": Param(2.5, "how many times slower a slowed machine runs (LATE measured "
+                         "about 2.5x on EC2)", float, 1.0),
+    "platform_speed": Param("", "speeds by machine platform, PLATFORM=SPEED;... (fixed "
+                            "cluster; the trace's platform column)", str),
 }
 LOCALITY_PARAMS = ("dfs", "block_mb", "replication", "rack_size", "node_mb_s", "rack_mb_s",
                    "core_mb_s")
+SPEED_PARAMS = ("slow_fraction", "slow_factor", "platform_speed")
 ELASTIC_ONLY = {"node_cpu", "node_mem", "node_gpu", "min_nodes", "max_nodes",
                 "initial_nodes", "boot_delay_s", "upscale_wait_s", "idle_s"}
 
@@ -107,9 +114,12 @@ def cluster_spec(kind: str, options: Mapping[str, Any] | None, cap: np.ndarray,
                          "the elastic cluster only")
     got = {k: CLUSTER_PARAMS[k].coerce("cluster", k, v) for k, v in raw.items()}
     vals = {k: got.get(k, p.default) for k, p in CLUSTER_PARAMS.items()}
+    if kind == "elastic" and vals["platform_speed"]:
+        raise UsageError("cluster option 'platform_speed' applies to the fixed cluster only "
+                         "(elastic nodes are copies of one template)")
     common = {"kind": kind, "price_per_hour": vals["price_per_hour"],
               "billing_s": BILLING_S[vals["billing"]],
-              **{k: vals[k] for k in LOCALITY_PARAMS}}
+              **{k: vals[k] for k in LOCALITY_PARAMS}, **{k: vals[k] for k in SPEED_PARAMS}}
     if kind == "fixed":
         return ClusterSpec(**common)
     return ClusterSpec(**common, **_elastic(vals, cap, units))

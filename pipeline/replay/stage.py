@@ -39,6 +39,7 @@ from pipeline.replay.locality import InputLayout
 from pipeline.replay.options import CLUSTER_KINDS, cluster_spec
 from pipeline.replay.param_files import file_sha256, param_files
 from pipeline.replay.source import TraceInput, Window
+from pipeline.replay.speeds import machine_speeds
 from pipeline.sim import ClusterSpec, ElasticCluster, FixedCluster, SimOptions, Simulation
 from pipeline.sim.core import READ_MB_S
 from pipeline.trace.io import atomic_dir
@@ -99,14 +100,20 @@ def sim_options(sched_interval_s: float, window: Window, drain: bool = False,
     return SimOptions(float(sched_interval_s), horizon, window.end_s, read_mb_s)
 
 
-def build_cluster(spec: ClusterSpec, trace: TraceInput,
-                  racks: np.ndarray | None = None) -> FixedCluster | ElasticCluster:
+def build_cluster(spec: ClusterSpec, trace: TraceInput, racks: np.ndarray | None = None,
+                  seed: int = 0) -> FixedCluster | ElasticCluster:
     """The fixed cluster of the trace's machines, or an elastic one from the template
-    (``racks``: rack codes per machine, default the trace's)."""
+    (``racks``: rack codes per machine, default the trace's), with the machine speeds the
+    run asks for (:mod:`pipeline.replay.speeds`; ``seed`` picks the slowed machines)."""
     if spec.kind == "elastic":
-        return ElasticCluster(spec)
+        elastic = ElasticCluster(spec)
+        n = len(elastic.nodes)
+        elastic.nodes.speed[:] = machine_speeds(spec, np.ones(n), None, seed)
+        return elastic
     m = trace.machines
-    speed = np.asarray(m["speed"].fill_null(1.0).to_numpy(), dtype=np.float64)
+    base = np.asarray(m["speed"].fill_null(1.0).to_numpy(), dtype=np.float64)
+    platforms = m["platform"].to_pylist() if "platform" in m.column_names else None
+    speed = machine_speeds(spec, base, platforms, seed)
     return FixedCluster(spec, m["machine_id"].to_pylist(), trace.machine_cap(), speed,
                         trace.racks() if racks is None else racks, trace.machine_periods())
 
@@ -208,7 +215,7 @@ def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: Clus
     m = trace.machines
     layout = InputLayout(spec, m["machine_id"].combine_chunks(), m["rack"], trace.stream,
                          seed)
-    cluster = build_cluster(spec, trace, layout.racks)
+    cluster = build_cluster(spec, trace, layout.racks, seed)
     node_of = ({mid: i for i, mid in enumerate(cluster.machine_ids)}
                if spec.kind == "fixed" else None)
     refs = trace.dependency_refs()

@@ -47,10 +47,18 @@ class ClusterSpec:
     node_mb_s: float = 128.0
     rack_mb_s: float = 96.0
     core_mb_s: float = 64.0
+    # heterogeneity (pipeline.replay.speeds): a share of machines slowed by a factor, and
+    # speeds by machine platform
+    slow_fraction: float = 0.0
+    slow_factor: float = 2.5
+    platform_speed: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        """The fields that matter for this kind of cluster (fixed: no template or scaling)."""
+        """The fields that matter for this kind of cluster (fixed: no template or scaling;
+        the speed fields only when some machine's speed is changed)."""
         fields = asdict(self)
+        if self.slow_fraction == 0 and not self.platform_speed:
+            fields = {k: v for k, v in fields.items() if k not in SPEED_FIELDS}
         if self.kind == "fixed":
             return {k: v for k, v in fields.items() if k not in ELASTIC_FIELDS}
         return fields
@@ -61,6 +69,7 @@ class ClusterSpec:
         return (self.node_mb_s, self.rack_mb_s, self.core_mb_s)
 
 
+SPEED_FIELDS = ("slow_fraction", "slow_factor", "platform_speed")
 ELASTIC_FIELDS = ("node_cpu", "node_mem", "node_gpu", "min_nodes", "max_nodes",
                   "initial_nodes", "boot_delay_s", "upscale_wait_s", "idle_s")
 
