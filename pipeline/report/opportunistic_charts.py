@@ -35,7 +35,8 @@ def gain_loss_chart(rows: pl.DataFrame, labels: Sequence[str]) -> alt.LayerChart
     y = alt.Y("opp_wasted_share:Q", title="work lost to opportunistic kills",
               scale=alt.Scale(domain=[0, y_hi], nice=True), axis=alt.Axis(format="%"))
     dots = alt.Chart(points).mark_point(filled=True, size=90, opacity=1).encode(
-        x=x, y=y, color=palette.color(labels, shown=points["label"].to_list()),
+        # no legend: the labels are long and alike; each point's number leads to the table
+        x=x, y=y, color=palette.color(labels, legend=None),
         tooltip=TOOLTIP)
     # names point into the plot: rightwards from points on its left half, else leftwards
     middle = (x_lo + x_hi) / 2
