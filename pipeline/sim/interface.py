@@ -74,6 +74,8 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
+from pipeline.sim.tasks import OPPORTUNISTIC
+
 EMPTY = np.zeros(0, dtype=np.int64)
 EMPTY.flags.writeable = False
 
@@ -285,7 +287,7 @@ class RunningView(_TaskColumns):
     @cached_property
     def opportunistic(self) -> np.ndarray:
         """Whether each container is opportunistic (started by a NodeManager's queue)."""
-        return readonly((self._t.flags[self._slots] & 8) != 0)
+        return readonly((self._t.flags[self._slots] & OPPORTUNISTIC) != 0)
 
     @cached_property
     def progress(self) -> np.ndarray:

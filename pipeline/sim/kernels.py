@@ -215,6 +215,27 @@ def run_time(duration, speed, mb, level, read_rate):
     return compute / speed + mb / read_rate[level]
 
 
+@njit(cache=True, inline="always")
+def _open_run(s, nd, now, work, first, ht, hs, hslot, hep, counters, t_flags, open_flag,
+              inputs_flag, t_inp, t_input_mb, t_loc, t_read, t_epoch, n_rack, n_speed,
+              read_rate):
+    """A run of task ``s`` on node ``nd`` starts at ``now`` with ``work`` left (s at speed
+    1.0): a ``first`` run (not a resumed one) gets its locality and reads its input; its
+    completion is pushed (never, for a task flagged ``open_flag``)."""
+    level = 0
+    mb = 0.0
+    if first:
+        if t_flags[s] & inputs_flag:
+            level = locality_level(t_inp[s], nd, n_rack)
+            t_loc[s] = level
+        mb = t_input_mb[s]
+        if level > 0 and mb > 0:
+            t_read[s, level - 1] += mb
+    end = np.inf if t_flags[s] & open_flag else now + run_time(
+        work, n_speed[nd], mb, level, read_rate)
+    heap_push(ht, hs, hslot, hep, counters, end, s, t_epoch[s])
+
+
 @njit(cache=True)
 def apply_placements(now, req_idx, node_idx, pend_slots, ht, hs, hslot, hep, counters,
                      t_duration, t_req, t_used, t_state, t_node, t_start, t_first,
@@ -262,16 +283,9 @@ def apply_placements(now, req_idx, node_idx, pend_slots, ht, hs, hslot, hep, cou
         if np.isnan(t_first[s]):
             t_first[s] = now
         t_attempts[s] += 1
-        level = 0
-        if t_flags[s] & inputs_flag:
-            level = locality_level(t_inp[s], nd, n_rack)
-            t_loc[s] = level
-        mb = t_input_mb[s]
-        if level > 0 and mb > 0:
-            t_read[s, level - 1] += mb
-        end = np.inf if t_flags[s] & open_flag else now + run_time(
-            t_duration[s], n_speed[nd], mb, level, read_rate)
-        heap_push(ht, hs, hslot, hep, counters, end, s, t_epoch[s])
+        _open_run(s, nd, now, t_duration[s], True, ht, hs, hslot, hep, counters, t_flags,
+                  open_flag, inputs_flag, t_inp, t_input_mb, t_loc, t_read, t_epoch, n_rack,
+                  n_speed, read_rate)
     return -1, 0
 
 
@@ -303,21 +317,12 @@ def start_opportunistic(at, slots, nodes, ht, hs, hslot, hep, counters, t_durati
             t_extra[s, X_OPP_QUEUE_S] += at - t_since[s]
         t_since[s] = np.nan
         t_extra[s, X_OPP] = 1.0
-        level = 0
-        mb = 0.0
         if not resumed:
             t_attempts[s] += 1
             t_extra[s, X_OPP_STARTS] += 1.0
-            if t_flags[s] & inputs_flag:
-                level = locality_level(t_inp[s], nd, n_rack)
-                t_loc[s] = level
-            mb = t_input_mb[s]
-            if level > 0 and mb > 0:
-                t_read[s, level - 1] += mb
-        left = t_duration[s] - t_work0[s]
-        end = np.inf if t_flags[s] & open_flag else at + run_time(
-            left, n_speed[nd], mb, level, read_rate)
-        heap_push(ht, hs, hslot, hep, counters, end, s, t_epoch[s])
+        _open_run(s, nd, at, t_duration[s] - t_work0[s], not resumed, ht, hs, hslot, hep,
+                  counters, t_flags, open_flag, inputs_flag, t_inp, t_input_mb, t_loc, t_read,
+                  t_epoch, n_rack, n_speed, read_rate)
 
 
 @njit(cache=True)

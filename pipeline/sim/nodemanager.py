@@ -289,11 +289,6 @@ class NodeManagers:
         self.active.discard(nd)
         return np.asarray(q, dtype=np.int64)
 
-    def queued_slots(self) -> np.ndarray:
-        """Every queued (or paused) container's slot."""
-        return np.asarray([s for nd in sorted(self.active) for s in self.queue[nd]],
-                          dtype=np.int64)
-
     # -- utilization checks (over-allocation) -------------------------------------------
     def _grid_after(self, now: float) -> float:
         step = self.o.monitor_s
@@ -370,14 +365,5 @@ class NodeManagers:
             self.active.discard(nd)
             self.running[nd] = []
 
-    def settle(self, sim: Simulation) -> None:
-        """Drop nodes with no opportunistic work left from the active set."""
-        self._settle(sim)
 
-
-def running_mask(t: object, slots: np.ndarray) -> np.ndarray:
-    """Which of ``slots`` hold an opportunistic container now."""
-    return (t.flags[slots] & OPPORTUNISTIC) != 0
-
-
-__all__ = ["NM_QUEUED", "NMOptions", "NodeManagers", "running_mask"]
+__all__ = ["NM_QUEUED", "NMOptions", "NodeManagers"]

@@ -23,7 +23,6 @@ import numpy as np
 
 from pipeline.policies.base import PolicyBase
 from pipeline.policies.opportunistic.loadmonitor import LoadMonitor
-from pipeline.policies.opportunistic.params import OPP_PARAMS
 from pipeline.policies.opportunistic.types import ContainerTypes
 from pipeline.policies.settings import Setting, parameter_settings
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
@@ -122,8 +121,3 @@ class Opportunistic:
                 again = monitor.sorted_at + max(monitor.interval_s, 1e-3)
                 d.wake_at_s = again if d.wake_at_s is None else min(d.wake_at_s, again)
         return d
-
-
-def opportunistic_params() -> dict[str, Any]:
-    """The layer's parameters (for ``tracereplay policies``)."""
-    return OPP_PARAMS
