@@ -25,6 +25,13 @@ from pipeline.sim.tasks import (
     LOCALITIES,
     N_EXTRA,
     OUTCOMES,
+    S_COPIES,
+    S_INSTANCE,
+    S_RUN_S,
+    S_START,
+    S_WASTED_S,
+    S_WON,
+    SPEC_DEFAULT,
     X_MEASURED,
     X_OPP,
     X_USED_CPU_S,
@@ -53,8 +60,11 @@ class RecordStore:
         """Store one chunk (raw ``.npy`` columns: scratch needs speed, not compactness; the
         ``extra`` figures only when some task of the chunk has any)."""
         cols = {name: getattr(chunk, name) for name in chunk.__dataclass_fields__}
+        del cols["kind"]  # (the trace has it: task_kind)
         if not cols["extra"].any():
             del cols["extra"]
+        if not cols["spec"][:, S_COPIES].any():
+            del cols["spec"]
         bucket = chunk.row // self.bucket_rows
         for b in np.unique(bucket).tolist():
             sel = bucket == b
@@ -75,6 +85,8 @@ class RecordStore:
         for part in parts:
             if "extra" not in part:
                 part["extra"] = np.zeros((len(part["row"]), N_EXTRA), dtype=np.float32)
+            if "spec" not in part:
+                part["spec"] = np.tile(SPEC_DEFAULT, (len(part["row"]), 1))
         data = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         order = np.argsort(data["row"], kind="stable")
         return {k: v[order] for k, v in data.items()}
@@ -134,7 +146,18 @@ def task_runs_batches(identities: Iterator[tuple[int, pa.Table]], store: RecordS
             "censored": pc.fill_null(pc.equal(ident["end_event"], "censored"), False),
             "read_rack_mb": rec["read"][:, 0], "read_core_mb": rec["read"][:, 1],
             **_extra_columns(rec, ident, end_s),
+            **_spec_columns(rec["spec"], machine_ids),
         }, schema=WRITE_SCHEMA)
+
+
+def _spec_columns(spec: np.ndarray, machine_ids: list[str]) -> dict[str, Any]:
+    """The speculative-copy figures of the records (pipeline.sim.speculation)."""
+    return {
+        "spec_copies": spec[:, S_COPIES].astype(np.int32), "spec_won": spec[:, S_WON] > 0,
+        "spec_machine_id": _dictionary(spec[:, S_INSTANCE].astype(np.int64), machine_ids),
+        "spec_start_s": _nullable(spec[:, S_START]), "spec_run_s": spec[:, S_RUN_S],
+        "spec_wasted_s": spec[:, S_WASTED_S],
+    }
 
 
 def _extra_columns(rec: dict[str, np.ndarray], ident: pa.Table, end_s: float
@@ -193,15 +216,21 @@ TASK_RUNS_SCHEMA = pa.schema(
        ("opp_pauses", pa.int32()), ("opp_shed", pa.int32()), ("opp_queue_s", pa.float64()),
        ("opp_wasted_s", pa.float64()),
        # usage x wall time over all the task's runs (null: usage not measured)
-       ("used_cpu_s", pa.float64()), ("used_mem_s", pa.float64())]
+       ("used_cpu_s", pa.float64()), ("used_mem_s", pa.float64()),
+       # speculative copies (pipeline.sim.speculation): copies launched, whether one gave
+       # the result, where and when the last started, the copies' run time, the losers'
+       ("spec_copies", pa.int32()), ("spec_won", pa.bool_()), ("spec_machine_id", pa.string()),
+       ("spec_start_s", pa.float64()), ("spec_run_s", pa.float64()),
+       ("spec_wasted_s", pa.float64())]
 )
 
 _DICT = pa.dictionary(pa.int32(), pa.string())
 # Columns worth Parquet dictionary pages (few distinct values); the rest are plain.
-DICTIONARY_COLUMNS = ["run_id", "job_id", "user", "queue", "machine_id", "outcome", "locality"]
+DICTIONARY_COLUMNS = ["run_id", "job_id", "user", "queue", "machine_id", "outcome", "locality",
+                      "spec_machine_id"]
 WRITE_SCHEMA = pa.schema([
     pa.field(f.name, _DICT) if f.name in ("run_id", "user", "queue", "machine_id", "outcome",
-                                          "locality") else f
+                                          "locality", "spec_machine_id") else f
     for f in TASK_RUNS_SCHEMA
 ])
 

@@ -19,6 +19,7 @@ from pipeline.replay.locality import InputLayout
 from pipeline.replay.usage import UsageStream
 from pipeline.sim.cluster import up_periods
 from pipeline.sim.source import TaskBatch
+from pipeline.sim.tasks import KINDS
 from pipeline.trace.identity import content_digest
 from pipeline.trace.io import has_table, part_files, read_table
 from pipeline.trace.manifest import Manifest
@@ -28,7 +29,7 @@ from pipeline.trace.schema import DEFAULTS, TASKS
 BATCH_ROWS = 1 << 18
 SIM_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu", "cpu_used",
                "mem_used", "inputs", "input_mb", "depends_on", "priority", "end_event",
-               "recorded_machine_id", "recorded_start_s")
+               "recorded_machine_id", "recorded_start_s", "task_kind")
 IDENTITY_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu",
                     "cpu_used", "mem_used", "end_event")
 
@@ -43,6 +44,16 @@ def censored(end_event: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Per task: whether the trace saw it still running when its window closed."""
     return np.asarray(pc.fill_null(pc.equal(end_event, "censored"), False).to_numpy(
         zero_copy_only=False), dtype=np.bool_)
+
+
+def task_kinds(task_kind: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """Kind codes (pipeline.sim.tasks.KINDS: 0 one phase, 1 map, 2 reduce; other names and
+    nulls are one phase), or None when no task of the batch names one."""
+    if task_kind.null_count == len(task_kind):
+        return None
+    code = pc.index_in(task_kind, value_set=pa.array(list(KINDS[1:])))
+    return np.asarray(pc.fill_null(pc.add(code, 1), 0).to_numpy(zero_copy_only=False),
+                      dtype=np.int8)
 
 
 def _f64(col: pa.ChunkedArray | pa.Array, fill: float) -> np.ndarray:
@@ -232,6 +243,7 @@ class TraceInput:
             job=job_idx.astype(np.int32), priority=prio, censored=censored(t["end_event"]),
             recorded_start=_f64(t["recorded_start_s"], np.nan),
             recorded_node=self._nodes_of(t["recorded_machine_id"], node_of),
+            kind=task_kinds(t["task_kind"]),
         )
         self._sparse(t, batch, node_of, parents)
         return batch

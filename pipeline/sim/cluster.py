@@ -91,6 +91,10 @@ class NodeState:
         self.idle_since = np.zeros(n)
         self.dirty = np.ones(n, dtype=np.bool_)
         self.instance = np.full(n, -1, dtype=np.int64)
+        # tasks finished on each node's current incarnation and their summed run times
+        # (speculation rules judge slow nodes by them: LATE, Hadoop 0.21)
+        self.done = np.zeros(n, dtype=np.int64)
+        self.done_s = np.zeros(n)
 
     def __len__(self) -> int:
         return len(self.state)
@@ -109,6 +113,8 @@ class NodeState:
         self.oppq_since[node] = np.nan
         self.used[node] = 0.0
         self.ncont[node] = 0
+        self.done[node] = 0
+        self.done_s[node] = 0.0
         self.dirty[node] = True
 
 

@@ -33,6 +33,7 @@ from pipeline.sim.nodemanager import NMOptions, NodeManagers
 from pipeline.sim.ops import Operations
 from pipeline.sim.pending import PendingQueue
 from pipeline.sim.source import Arrivals, TaskBatch
+from pipeline.sim.speculation import JobStats, Speculating
 from pipeline.sim.tasks import (
     BLOCKED,
     CENSORED,
@@ -43,7 +44,9 @@ from pipeline.sim.tasks import (
     OPPORTUNISTIC,
     PENDING,
     PREEMPTED,
+    REC_N,
     RUNNING,
+    SPEC,
     TRACKED,
     UNFINISHED,
     UNSCHEDULABLE,
@@ -103,7 +106,7 @@ class SimSummary:
     sim_s: float = 0.0
 
 
-class Simulation(Operations):
+class Simulation(Operations, Speculating):
     """One replay of a task stream on a cluster through a policy."""
 
     def __init__(self, cluster: Cluster, policy: Policy, batches: Iterable[TaskBatch],
@@ -134,7 +137,8 @@ class Simulation(Operations):
             n_containers=readonly(nodes.ncont), state=readonly(nodes.state),
             speed=readonly(nodes.speed), rack=readonly(nodes.rack),
             opp_alloc=readonly(nodes.oalloc), opp_queued=readonly(nodes.oppq),
-            opp_oldest_s=readonly(nodes.oppq_since),
+            opp_oldest_s=readonly(nodes.oppq_since), done=readonly(nodes.done),
+            done_run_s=readonly(nodes.done_s),
         )
         self.info = ClusterInfo(
             kind=cluster.kind, n_nodes=len(nodes), min_nodes=cluster.min_nodes,
@@ -157,7 +161,8 @@ class Simulation(Operations):
             self.options.horizon_s is None or censor_at < self.options.horizon_s)
         self._follow_slot = np.zeros(4096, dtype=np.int64)
         self._follow_end = np.zeros(4096)
-        self._clock = np.zeros(1)
+        self._clock = np.zeros(2)  # the last completion's end (and slot, for SPEC ones)
+        self.job_stats: JobStats | None = None  # for policies that compare tasks with their job
 
     # -- the loop ---------------------------------------------------------------------
     def run(self) -> SimSummary:
@@ -174,6 +179,9 @@ class Simulation(Operations):
         nm = nm_options() if nm_options is not None else None
         if isinstance(nm, NMOptions):
             self.nm = NodeManagers(len(self.cluster.nodes), nm)
+            self.tasks.enable_extras()
+        if getattr(self.policy, "needs_job_stats", False):  # speculation rules
+            self.job_stats = JobStats()
             self.tasks.enable_extras()
         horizon = self.options.horizon_s
         idle_wakes, placed = 0, -1
@@ -279,6 +287,7 @@ class Simulation(Operations):
         t, h, n, r = self.tasks, self.heap, self.cluster.nodes, self.records
         before = int(t.counters[N_DONE])
         while True:
+            first = int(t.counters[REC_N])
             status, nf = kernels.complete_until(
                 limit, h.time, h.seq, h.slot, h.epoch, t.counters,
                 t.row, t.job, t.ready, t.first_start, t.start, t.req, t.used, t.state, t.node,
@@ -288,10 +297,16 @@ class Simulation(Operations):
                 r.first_start, r.start, r.end, r.outcome, r.attempts, r.preemptions,
                 r.evictions, r.wasted, r.locality, r.read,
                 self._follow_slot, self._follow_end, IS_PARENT, self._clock,
-                t.extra, r.extra, n.oalloc, OPPORTUNISTIC, TRACKED,
+                t.extra, r.extra, n.oalloc, OPPORTUNISTIC, TRACKED, t.kind, r.kind, SPEC,
+                n.done, n.done_s,
             )
+            if self.job_stats is not None:
+                self._tally(first, int(t.counters[REC_N]))
             if nf:
                 self._release_children(self._follow_slot[:nf].copy(), self._follow_end[:nf])
+            if status == 2:  # an attempt of a speculated task: the first to finish wins
+                self.settle_completion(float(self._clock[0]), int(self._clock[1]))
+                continue
             if status == 0:
                 break
             r.room(t.counters, 1)
@@ -300,6 +315,14 @@ class Simulation(Operations):
             self.events += done
             self.needs_decision = True
             self.last_s = max(self.last_s, float(self._clock[0]))
+
+    def _tally(self, lo: int, hi: int) -> None:
+        """Count the tasks the kernel just recorded finished (record rows ``lo:hi``)."""
+        if hi > lo:
+            r = self.records
+            assert self.job_stats is not None
+            self.job_stats.finish(r.job[lo:hi].astype(np.int64), r.kind[lo:hi].astype(np.int64),
+                                  r.end[lo:hi] - r.start[lo:hi])
 
     def _release_children(self, slots: np.ndarray, ends: np.ndarray) -> None:
         for slot, end in zip(slots.tolist(), ends.tolist(), strict=True):
@@ -338,6 +361,9 @@ class Simulation(Operations):
         self.usage.admit(t, slots, b.usage_of(local))
         for name in ("user", "queue", "job", "priority"):
             getattr(t, name)[slots] = getattr(b, name)[local]
+        t.kind[slots] = b.kind[local] if b.kind is not None else 0
+        if self.job_stats is not None:
+            self.job_stats.arrive(t.job[slots].astype(np.int64), t.kind[slots].astype(np.int64))
         t.state[slots] = PENDING
         if self.open_flag and b.censored is not None:
             t.flags[slots[b.censored[local]]] |= CENSORED
@@ -409,6 +435,7 @@ class Simulation(Operations):
         work was left.  Tasks submitted after the end were never seen (remaining NaN).
         """
         self._merge_incoming()
+        self.drop_running_copies(end)
         t, c = self.tasks, self.tasks.counters
         inst = self.cluster.nodes.instance
         running = t.in_state(RUNNING)

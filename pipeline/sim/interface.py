@@ -41,7 +41,9 @@ trace's units; node arrays are indexed by *node slot* ``0..n_nodes-1``, fixed fo
 ``view.running`` (:class:`RunningView`, only built for policies with ``needs_running =
     True``): the running containers with ``node``, ``req``, ``used``, ``user``, ``queue``,
     ``job``, ``priority``, ``start_s``, ``progress`` (fraction of work done), ``attempts``,
-    ``row`` (the task's trace row, a stable identity across calls), and as when pending
+    ``row`` (the task's trace row, a stable identity across calls), ``kind`` (0 one phase,
+    1 map, 2 reduce), ``speculative`` (a copy), ``has_copy`` (an original whose copy runs),
+    ``copies`` (copies launched for the task so far), and as when pending
     ``ready_s``, ``inputs`` (with its CSR form) and ``input_mb``.
 
 What a policy returns (:class:`Decisions`; index arrays are int64):
@@ -54,8 +56,11 @@ What a policy returns (:class:`Decisions`; index arrays are int64):
   ``nm_options()`` (asked after setup) returns the NodeManagers' settings.
   ``opp_queue_limit``: the queue limit the RM pushes to every NodeManager (queued
   containers beyond it are sent back to the RM).
-- ``spec_run``/``spec_node``: speculative copies of running tasks (part of the interface
-  for policies to come; the current core rejects them with an error).
+- ``spec_run``/``spec_node``: speculative copies: running index -> node slot
+  (:mod:`pipeline.sim.speculation`; the first attempt to finish wins, the other is killed).
+  Checked: the container is running (not stopped in the same call), is not itself a copy,
+  its task has no running copy, the node is up, not the original's, and has room after the
+  call's guaranteed placements.
 - ``wake_at_s``: ask for a scheduling point at that time even if nothing else happens (delay
   scheduling, timeouts); otherwise the core calls the policy only when something changed.
 
@@ -121,6 +126,8 @@ class NodeView:
     opp_alloc: np.ndarray | None = None
     opp_queued: np.ndarray | None = None
     opp_oldest_s: np.ndarray | None = None  # when each node's oldest queued one was queued
+    done: np.ndarray | None = None  # tasks finished on each node's current incarnation
+    done_run_s: np.ndarray | None = None  # and their summed run times (s)
 
     @property
     def up(self) -> np.ndarray:
@@ -132,7 +139,7 @@ class _TaskColumns:
     """Columns of a set of task slots, each gathered from the task table on first access."""
 
     _COLUMNS: ClassVar[tuple[str, ...]] = ("req", "used", "user", "queue", "job", "priority",
-                                           "attempts", "row")
+                                           "attempts", "row", "kind")
     _slots: np.ndarray
     _t: object
 
@@ -186,6 +193,11 @@ class _TaskColumns:
     def row(self) -> np.ndarray:
         """The task's row in the trace: a stable identity across calls."""
         return self._take("row")
+
+    @cached_property
+    def kind(self) -> np.ndarray:
+        """The task's kind code (pipeline.sim.tasks.KINDS: 0 one phase, 1 map, 2 reduce)."""
+        return self._take("kind")
 
     # Columns both views have: a running task's are those it had while pending (a policy
     # that weighs running work, e.g. Quincy's running arcs, reads them here).
@@ -290,6 +302,27 @@ class RunningView(_TaskColumns):
         return readonly((self._t.flags[self._slots] & OPPORTUNISTIC) != 0)
 
     @cached_property
+    def speculative(self) -> np.ndarray:
+        """Whether each container is a speculative copy of a task (pipeline.sim.speculation)."""
+        if not self._t.extras_on:
+            return readonly(np.zeros(len(self._slots), dtype=np.bool_))
+        return readonly(~np.isnan(self._t.spec_end[self._slots]))
+
+    @cached_property
+    def has_copy(self) -> np.ndarray:
+        """Whether each container is an original attempt whose copy is running."""
+        if not self._t.extras_on:
+            return readonly(np.zeros(len(self._slots), dtype=np.bool_))
+        return readonly((self._t.twin[self._slots] >= 0) & ~self.speculative)
+
+    @cached_property
+    def copies(self) -> np.ndarray:
+        """Speculative copies launched so far for each container's task (0 for a copy)."""
+        if not self._t.extras_on:
+            return readonly(np.zeros(len(self._slots), dtype=np.int32))
+        return readonly(self._t.spec[self._slots, 0].astype(np.int32))
+
+    @cached_property
     def progress(self) -> np.ndarray:
         """Fraction of the work done (speed-adjusted), in [0, 1]."""
         duration = self._t.duration[self._slots]
@@ -311,6 +344,9 @@ class SchedView:
     # (``heartbeat_interval()`` after setup, else a ``heartbeat_s`` parameter)
     # (:mod:`pipeline.sim.heartbeat`): up node slots in report order, and report times
     offers: tuple[np.ndarray, np.ndarray] | None = None
+    # per job and task kind (pipeline.sim.speculation.JobStats: ``arrived``, ``finished``,
+    # ``run_s_sum``, ``run_s_sq``, (jobs, 3) arrays), for policies with needs_job_stats
+    jobs: object | None = None
 
 
 @dataclass

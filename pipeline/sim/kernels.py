@@ -86,7 +86,8 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
                    t_read, free_stack, n_alloc, n_used, n_ncont, n_idle, n_dirty, n_instance,
                    r_row, r_inst, r_job, r_ready, r_first, r_start, r_end, r_out, r_att,
                    r_pre, r_evi, r_wasted, r_loc, r_read, follow_slot, follow_end, parent_flag,
-                   clock, t_extra, r_extra, n_oalloc, opp_flag, tracked_flag):
+                   clock, t_extra, r_extra, n_oalloc, opp_flag, tracked_flag, t_kind, r_kind,
+                   spec_flag, n_done, n_done_s):
     """Finish tasks whose end is ``<= limit``, in time order; record them and free slots.
 
     Freed slots are reset for reuse.  Finished slots flagged ``parent_flag`` are listed in
@@ -96,6 +97,10 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
     A task flagged ``opp_flag`` gives its resources back to the node's opportunistic
     allocation ``n_oalloc`` (the RM's ``n_alloc`` never held them); one flagged
     ``tracked_flag`` records its ``t_extra`` row (then zeroed), the others zeros.
+    A task flagged ``spec_flag`` (it has or had a speculative copy, or is one) is popped and
+    handed back with status 2, its end in ``clock[0]`` and its slot in ``clock[1]``: the
+    caller settles which attempt won (:mod:`pipeline.sim.speculation`).
+    Each finished task counts in its node's ``n_done`` and ``n_done_s`` (run time).
     """
     nf = 0
     cap_r = len(r_row)
@@ -111,7 +116,12 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
             return 1, nf
         heap_pop(ht, hs, hslot, hep, counters)
         clock[0] = end
+        if t_flags[s] & spec_flag:
+            clock[1] = s
+            return 2, nf
         nd = t_node[s]
+        n_done[nd] += 1
+        n_done_s[nd] += end - t_start[s]
         _release_node(nd, s, end, t_req, t_used, n_oalloc if t_flags[s] & opp_flag else n_alloc,
                       n_used, n_ncont, n_idle, n_dirty, n_alloc, n_oalloc)
         i = counters[REC_N]
@@ -130,6 +140,7 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
         r_loc[i] = t_loc[s]
         r_read[i, 0] = t_read[s, 0]
         r_read[i, 1] = t_read[s, 1]
+        r_kind[i] = t_kind[s]
         if t_flags[s] & tracked_flag:
             for k in range(t_extra.shape[1]):
                 r_extra[i, k] = t_extra[s, k]

@@ -25,6 +25,7 @@ from pipeline.sim.tasks import (
     PAUSED,
     PENDING,
     RUNNING,
+    SPEC,
     TRACKED,
     UNFINISHED,
     X_OPP,
@@ -67,7 +68,8 @@ class Operations:
         running = self.running_view(at) if getattr(self.policy, "needs_running", False) else None
         return SchedView(now=at, cluster=self.info, nodes=self.node_view,
                          pending=self.pending_view(at), running=running,
-                         offers=self._offers(at) if self._heartbeats is not None else None)
+                         offers=self._offers(at) if self._heartbeats is not None else None,
+                         jobs=self.job_stats.view() if self.job_stats is not None else None)
 
     def _offers(self: Simulation, at: float) -> tuple[np.ndarray, np.ndarray]:
         """Up nodes' heartbeats since the previous call (``self._hb_from``) up to ``at``, at
@@ -94,10 +96,8 @@ class Operations:
     def _apply(self: Simulation, at: float, d: Decisions) -> None:
         """Check and apply one call's decisions: stops first, then guaranteed placements in
         order (a node whose allocation then passes its capacity reclaims opportunistic
-        containers), then opportunistic ones (sent to the nodes' NodeManagers)."""
-        if len(d.spec_run):
-            raise PolicyError(f"policy '{self.policy_name}' returned speculative decisions, "
-                              "which this core version does not apply yet")
+        containers), then speculative copies (:mod:`pipeline.sim.speculation`), then
+        opportunistic ones (sent to the nodes' NodeManagers)."""
         if len(d.opp_req) and self.nm is None:
             raise PolicyError(f"policy '{self.policy_name}' returned opportunistic decisions "
                               "but set up no NodeManager options (nm_options)")
@@ -107,6 +107,7 @@ class Operations:
             self.wake_at = float(d.wake_at_s)
         req, node = self._pairs(d.place_req, d.place_node, "place")
         opp_req, opp_node = self._pairs(d.opp_req, d.opp_node, "opp")
+        spec_run, spec_node = self._pairs(d.spec_run, d.spec_node, "spec")
         opp_slots = self._opp_slots(at, opp_req, opp_node) if len(opp_req) else None
         if len(req):
             self._place(at, req, node)
@@ -115,6 +116,8 @@ class Operations:
                               f"guaranteed and opportunistic at t={at:g}s")
         if len(req) or opp_slots is not None:
             self.queue.remove(np.concatenate([req, opp_req]))
+        if len(spec_run):
+            self.launch_copies(at, spec_run, spec_node)
         if opp_slots is not None:
             self._dispatch(at, opp_slots, opp_node)
         if self.nm is not None and d.opp_queue_limit is not None:
@@ -255,6 +258,8 @@ class Operations:
         ``reason`` ``opp_kill``: a NodeManager killed opportunistic containers (counted as
         such, not as the scheduler's preemptions).
         """
+        if len(slots) and self.tasks.extras_on and (self.tasks.flags[slots] & SPEC).any():
+            slots = self.split_stops(at, slots, requeue, evicted)
         if len(slots) == 0:
             return
         t, n = self.tasks, self.cluster.nodes

@@ -35,6 +35,7 @@ class TaskBatch:
     inputs: np.ndarray | None = None
     has_inputs: np.ndarray | None = None
     input_mb: np.ndarray | None = None  # MiB each task reads (NaN: not stated)
+    kind: np.ndarray | None = None  # int8 kind codes (pipeline.sim.tasks.KINDS); None: all 0
     deps: dict[int, list[str]] = field(default_factory=dict)
     task_id: dict[int, str] = field(default_factory=dict)
     # measured usage over each task's life (task_usage): ``indptr`` (n + 1) into

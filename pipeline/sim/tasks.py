@@ -19,17 +19,28 @@ FREE, BLOCKED, PENDING, RUNNING, DONE, NM_QUEUED = 0, 1, 2, 3, 4, 5
 OUTCOMES = ("finished", "preempted", "killed", "unschedulable", "unfinished")
 FINISHED, PREEMPTED, KILLED, UNSCHEDULABLE, UNFINISHED = range(5)
 LOCALITIES = ("node", "rack", "any")
+# Task kinds (the trace's ``task_kind``): one phase (neither map nor reduce), map, reduce.
+KINDS = ("", "map", "reduce")
+KIND_ONE, KIND_MAP, KIND_REDUCE = range(3)
 # Most machines a task's input lists (the first ones are kept; HDFS replication is 3).
 INPUT_WIDTH = 8
 # Indices into the int64 ``counters`` array shared with the kernels.
 HEAP_N, HEAP_SEQ, REC_N, FREE_TOP, N_DONE = range(5)
 
-_TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float]] = {
+# Columns of ``spec`` (a task's speculative copies, recorded with the task): copies launched,
+# whether a copy gave the task's result, where (node instance, -1: none) and when the last
+# copy started, the copies' run time, and the run time of attempts that lost.
+SPEC_NAMES = ("copies", "won", "instance", "start", "run_s", "wasted_s")
+S_COPIES, S_WON, S_INSTANCE, S_START, S_RUN_S, S_WASTED_S = range(len(SPEC_NAMES))
+SPEC_DEFAULT = np.array([0.0, 0.0, -1.0, np.nan, 0.0, 0.0])
+
+_TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float | np.ndarray]] = {
     "row": (np.int64, (), -1), "submit": (np.float64, (), np.nan),
     "ready": (np.float64, (), np.nan), "duration": (np.float64, (), np.nan),
     "req": (np.float64, (3,), 0.0), "used": (np.float64, (2,), np.nan),
     "user": (np.int32, (), 0), "queue": (np.int32, (), 0), "job": (np.int32, (), 0),
-    "priority": (np.int32, (), 0), "state": (np.int8, (), FREE),
+    "priority": (np.int32, (), 0), "kind": (np.int8, (), KIND_ONE),
+    "state": (np.int8, (), FREE),
     "node": (np.int32, (), -1), "start": (np.float64, (), np.nan),
     "first_start": (np.float64, (), np.nan), "attempts": (np.int32, (), 0),
     "preemptions": (np.int32, (), 0), "evictions": (np.int32, (), 0),
@@ -52,12 +63,16 @@ _TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float]] = {
     "useg_cur": (np.int64, (), -1), "work0": (np.float64, (), 0.0),
     # a run's identity (unique over the replay): usage events of other runs are stale
     "run_seq": (np.int64, (), -1), "nmq_since": (np.float64, (), np.nan),
+    # speculative copies (pipeline.sim.speculation): the other attempt's slot (-1: none),
+    # the task's speculation figures (SPEC_NAMES), and when a running copy will end
+    "twin": (np.int64, (), -1), "spec": (np.float64, (6,), SPEC_DEFAULT),
+    "spec_end": (np.float64, (), np.nan),
 }
 # Fields only opportunistic containers and usage profiles need: allocated (at full capacity)
 # when a replay first needs them (``TaskTable.enable_extras``), empty until then, so a replay
 # without either carries none of them.
 LAZY_FIELDS = frozenset({"extra", "useg_lo", "useg_hi", "useg_cur", "work0", "run_seq",
-                         "nmq_since"})
+                         "nmq_since", "twin", "spec", "spec_end"})
 # Columns of ``extra``, copied into the record of a TRACKED task (zeros for the others; a
 # free slot's row is all zeros): float32 (counts are whole numbers; seconds and usage
 # integrals need no more than 7 significant digits).  ``used_measured``: the usage integral
@@ -74,7 +89,9 @@ N_EXTRA = len(EXTRA_NAMES)
 # TRACKED: the core keeps the task's ``extra`` figures (it has a usage profile, or a
 # NodeManager ran it); the records of other tasks get zeros there, and their usage integral
 # is their mean usage x run time, computed when the run is written (pipeline.replay.output).
-HAS_INPUTS, IS_PARENT, CENSORED, OPPORTUNISTIC, PAUSED, TRACKED = 1, 2, 4, 8, 16, 32
+# SPEC: the task has or had a speculative copy, or is one: its completion and stops go
+# through pipeline.sim.speculation (the first attempt to finish wins).
+HAS_INPUTS, IS_PARENT, CENSORED, OPPORTUNISTIC, PAUSED, TRACKED, SPEC = 1, 2, 4, 8, 16, 32, 64
 
 
 class TaskTable:
@@ -192,6 +209,8 @@ class RecordChunk:
     remaining: np.ndarray
     read: np.ndarray  # (n, 2) MiB read from another node of the rack, and across racks
     extra: np.ndarray  # (n, N_EXTRA) the task's ``extra`` figures (EXTRA_NAMES)
+    kind: np.ndarray  # the task's kind (KINDS)
+    spec: np.ndarray  # (n, 6) its speculative copies (SPEC_NAMES; SPEC_DEFAULT: none)
 
 
 RecordSink = Callable[[RecordChunk], None]
@@ -200,9 +219,10 @@ _REC_FIELDS = {
     "first_start": np.float64, "start": np.float64, "end": np.float64, "outcome": np.int8,
     "attempts": np.int32,
     "preemptions": np.int32, "evictions": np.int32, "wasted": np.float64, "locality": np.int8,
-    "remaining": np.float64, "read": np.float64, "extra": np.float32,
+    "remaining": np.float64, "read": np.float64, "extra": np.float32, "kind": np.int8,
+    "spec": np.float64,
 }
-_REC_SHAPES = {"read": (2,), "extra": (N_EXTRA,)}
+_REC_SHAPES = {"read": (2,), "extra": (N_EXTRA,), "spec": (len(SPEC_NAMES),)}
 
 
 class Records:
@@ -218,6 +238,7 @@ class Records:
         self.capacity = capacity
         for name, dtype in _REC_FIELDS.items():
             setattr(self, name, np.zeros((capacity, *_REC_SHAPES.get(name, ())), dtype=dtype))
+        self.spec[:] = SPEC_DEFAULT  # the kernel never writes it: rows it fills read "none"
         self.flushed = 0
 
     def flush(self, counters: np.ndarray) -> None:
@@ -227,6 +248,7 @@ class Records:
             self.sink(RecordChunk(**{k: getattr(self, k)[:n].copy() for k in _REC_FIELDS}))
             self.flushed += n
             self.remaining[:n] = 0.0  # rows the kernel fills next must read "none left"
+            self.spec[:n] = SPEC_DEFAULT
         counters[REC_N] = 0
 
     def room(self, counters: np.ndarray, k: int) -> int:
@@ -258,6 +280,8 @@ class Records:
             self.locality[i:j] = t.locality[part]
             self.read[i:j] = t.read[part]
             self.extra[i:j] = t.extra[part] if t.extras_on else 0.0
+            self.kind[i:j] = t.kind[part]
+            self.spec[i:j] = t.spec[part] if t.extras_on else SPEC_DEFAULT
             self.remaining[i:j] = (remaining if np.isscalar(remaining)
                                    else remaining[lo : lo + len(part)])
             counters[REC_N] = j
@@ -282,6 +306,8 @@ class Records:
             self.locality[i:j] = -1
             self.read[i:j] = 0.0
             self.extra[i:j] = 0.0
+            self.kind[i:j] = KIND_ONE  # (not needed: these never ran)
+            self.spec[i:j] = SPEC_DEFAULT
             self.remaining[i:j] = (remaining if np.isscalar(remaining)
                                    else remaining[lo : lo + len(part)])
             counters[REC_N] = j

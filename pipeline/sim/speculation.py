@@ -1,0 +1,284 @@
+"""Speculative copies in the core: a policy may launch a second attempt of a running task on
+another node; the first attempt to finish wins and the other is killed.
+
+As in Hadoop MapReduce (``TaskInProgress``: a task is done when any attempt succeeds; the
+other attempts are killed), both attempts hold their resources while they run, and the
+loser's run time is lost.  A copy is a task slot of its own (its own node, start, end and
+heap entry) linked to the original by ``twin``; both carry the ``SPEC`` flag, so the
+completion kernel hands their completions back here.  ``task_runs`` keeps one row per task:
+``machine_id``/``start_s`` are the original attempt's, ``end_s`` the winner's, and the
+``spec`` figures (:data:`pipeline.sim.tasks.SPEC_NAMES`) say how many copies ran, whether
+one won, where and when the last one started, the copies' run time and the losers'.
+
+What happens to the pair when something else stops one attempt:
+
+- a copy preempted, evicted (its node goes down) or killed: the copy dies, the original
+  runs on; its run time counts as lost (``wasted_s`` of the speculation);
+- the original preempted or evicted while its copy runs: the copy carries the task on (the
+  task is not re-queued): ``machine_id``/``start_s`` become the copy's and the copy wins;
+  the original's lost run counts in ``wasted_s`` like any preemption or eviction;
+- the original killed, or stopped at the trace's window end or the replay's horizon: the
+  copy dies with it.
+
+Also kept here: per-job statistics a speculation rule reads (:class:`JobStats`: tasks
+admitted and finished per job and kind, and the finished ones' run times).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pipeline.sim import kernels
+from pipeline.sim.cluster import UP
+from pipeline.sim.interface import PolicyError, readonly
+from pipeline.sim.tasks import (
+    CENSORED,
+    FINISHED,
+    HAS_INPUTS,
+    IS_PARENT,
+    N_DONE,
+    PENDING,
+    RUNNING,
+    S_COPIES,
+    S_INSTANCE,
+    S_RUN_S,
+    S_START,
+    S_WASTED_S,
+    S_WON,
+    SPEC,
+)
+
+if TYPE_CHECKING:
+    from pipeline.sim.core import Simulation
+
+N_KINDS = 3
+
+
+class JobStats:
+    """Per job and task kind: tasks admitted, finished, and the finished ones' run times
+    (sum and sum of squares), for speculation rules that compare a task with its job's."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.arrived = np.zeros((0, N_KINDS), dtype=np.int64)
+        self.finished = np.zeros((0, N_KINDS), dtype=np.int64)
+        self.run_s_sum = np.zeros((0, N_KINDS))
+        self.run_s_sq = np.zeros((0, N_KINDS))
+
+    def _grow(self, jobs: np.ndarray) -> None:
+        need = int(jobs.max()) + 1 if len(jobs) else 0
+        if need <= len(self.arrived):
+            self.n = max(self.n, need)
+            return
+        size = max(need, 2 * len(self.arrived), 1024)
+        for name in ("arrived", "finished", "run_s_sum", "run_s_sq"):
+            old = getattr(self, name)
+            new = np.zeros((size, N_KINDS), dtype=old.dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
+        self.n = need
+
+    def arrive(self, job: np.ndarray, kind: np.ndarray) -> None:
+        self._grow(job)
+        np.add.at(self.arrived, (job, kind), 1)
+
+    def finish(self, job: np.ndarray, kind: np.ndarray, run_s: np.ndarray) -> None:
+        self._grow(job)
+        np.add.at(self.finished, (job, kind), 1)
+        np.add.at(self.run_s_sum, (job, kind), run_s)
+        np.add.at(self.run_s_sq, (job, kind), run_s * run_s)
+
+    def view(self) -> JobStats:
+        """Read-only views of the live arrays, cut to the jobs known so far (valid during
+        the policy call they are handed to)."""
+        v = object.__new__(JobStats)
+        v.n = self.n
+        for name in ("arrived", "finished", "run_s_sum", "run_s_sq"):
+            setattr(v, name, readonly(getattr(self, name)[: self.n]))
+        return v
+
+
+class Speculating:
+    """Speculative-copy handling, mixed into :class:`pipeline.sim.core.Simulation`."""
+
+    def is_copy(self: Simulation, slots: np.ndarray) -> np.ndarray:
+        """Whether each of ``slots`` is a speculative copy (only copies have ``spec_end``)."""
+        t = self.tasks
+        if not t.extras_on:
+            return np.zeros(len(slots), dtype=np.bool_)
+        return ~np.isnan(t.spec_end[slots])
+
+    # -- launching ------------------------------------------------------------------------
+    def launch_copies(self: Simulation, at: float, run_idx: np.ndarray, node: np.ndarray) -> None:
+        """Check and start the copies a policy asked for (``run_idx`` into its running view)."""
+        running = self._running_slots
+        name = self.policy_name
+        if self.nm is not None:
+            raise PolicyError(f"policy '{name}' launched speculative copies in a replay with "
+                              "opportunistic containers (not supported together)")
+        if running is None or np.any((run_idx < 0) | (run_idx >= len(running))):
+            raise PolicyError(f"policy '{name}' asked for a copy of a container outside "
+                              "view.running (set needs_running = True)")
+        if len(np.unique(run_idx)) != len(run_idx):
+            raise PolicyError(f"policy '{name}' asked for two copies of one task at t={at:g}s")
+        n = self.cluster.nodes
+        if np.any((node < 0) | (node >= len(n.state))):
+            raise PolicyError(f"policy '{name}' sent a copy to a node out of range")
+        self.tasks.enable_extras()
+        t = self.tasks
+        orig = running[run_idx]
+        bad = np.flatnonzero(self.is_copy(orig) | (t.twin[orig] >= 0) | (t.node[orig] == node)
+                             | (n.state[node] != UP) | (t.state[orig] != RUNNING))
+        if len(bad):
+            i = int(bad[0])
+            s = int(orig[i])
+            why = ("was stopped in the same call" if t.state[s] != RUNNING
+                   else "is itself a copy" if self.is_copy(orig[i:i + 1])[0]
+                   else "already has a running copy" if t.twin[s] >= 0
+                   else "would run on the original's node" if t.node[s] == node[i]
+                   else "targets a node that is not up")
+            raise PolicyError(f"policy '{name}' copy {i} rejected at t={at:g}s: task (trace "
+                              f"row {int(t.row[s])}) {why}")
+        copies = self._copy_slots(orig)
+        t = self.tasks  # (the table may have grown)
+        h = self.heap
+        h.reserve(int(t.counters[kernels.HEAP_N]), len(copies))
+        bad_i, _code = kernels.apply_placements(
+            at, np.arange(len(copies), dtype=np.int64), node, copies, h.time, h.seq, h.slot,
+            h.epoch, t.counters, t.duration, t.req, t.used, t.state, t.node, t.start,
+            t.first_start, t.attempts, t.epoch, t.flags, self.open_flag, n.cap, n.alloc,
+            n.used, n.ncont, n.state, n.speed, n.dirty, t.inp, t.input_mb, t.locality,
+            t.read, n.rack, self._read_rate, HAS_INPUTS)
+        if bad_i >= 0:
+            s = int(orig[bad_i])
+            raise PolicyError(f"policy '{name}' copy {bad_i} rejected at t={at:g}s: task "
+                              f"(trace row {int(t.row[s])}) on node {int(node[bad_i])}: "
+                              "it does not fit the node's free capacity")
+        self._link(at, orig, copies, node)
+
+    def _copy_slots(self: Simulation, orig: np.ndarray) -> np.ndarray:
+        """New slots holding copies of tasks ``orig`` (pending, ready to be placed)."""
+        t = self.tasks
+        copies = t.alloc(len(orig))
+        t = self.tasks
+        for name in ("row", "submit", "ready", "duration", "req", "used", "user", "queue",
+                     "job", "priority", "kind", "inp", "input_mb"):
+            arr = getattr(t, name)
+            arr[copies] = arr[orig]
+        t.flags[copies] = (t.flags[orig] & np.int8(HAS_INPUTS | CENSORED)) | np.int8(SPEC)
+        t.used[copies] = np.where(np.isnan(t.used[orig]), t.req[orig, :2], t.used[orig])
+        t.state[copies] = PENDING
+        return copies
+
+    def _link(self: Simulation, at: float, orig: np.ndarray, copies: np.ndarray,
+              node: np.ndarray) -> None:
+        t, n = self.tasks, self.cluster.nodes
+        t.twin[orig] = copies
+        t.twin[copies] = orig
+        t.flags[orig] |= np.int8(SPEC)
+        t.spec[orig, S_COPIES] += 1
+        t.spec[orig, S_INSTANCE] = n.instance[node]
+        t.spec[orig, S_START] = at
+        for c, nd in zip(copies.tolist(), node.tolist(), strict=True):
+            level = max(int(t.locality[c]), 0)
+            t.spec_end[c] = np.inf if t.flags[c] & self.open_flag else at + kernels.run_time(
+                float(t.duration[c]), float(n.speed[nd]), float(t.input_mb[c]), level,
+                self._read_rate)
+        self.events += len(copies)
+        self.last_s = max(self.last_s, at)
+
+    # -- settling -------------------------------------------------------------------------
+    def settle_completion(self: Simulation, end: float, s: int) -> None:
+        """Attempt ``s`` (flagged SPEC) finished at ``end``: kill the other, record the task."""
+        t, n = self.tasks, self.cluster.nodes
+        if self.is_copy(np.array([s]))[0]:
+            o, winner = int(t.twin[s]), s
+            t.spec[o, S_WON] = 1.0
+            t.spec[o, S_WASTED_S] += end - t.start[o]
+            t.spec[o, S_RUN_S] += end - t.start[s]
+            t.read[o] += t.read[s]
+            t.twin[o] = -1
+        else:
+            o = winner = s
+            if t.twin[s] >= 0:
+                self._drop_copies(end, np.array([t.twin[s]]))
+        nd = int(t.node[winner])
+        run_s = end - float(t.start[winner])
+        self.release_runs(end, np.unique(np.array([o, winner])))
+        n.done[nd] += 1
+        n.done_s[nd] += run_s
+        if self.job_stats is not None:
+            self.job_stats.finish(t.job[[o]].astype(np.int64), t.kind[[o]].astype(np.int64),
+                                  np.array([run_s]))
+        if winner != o:
+            t.release(np.array([winner]))
+        orig = np.array([o])
+        self.records.write_slots(t.counters, t, orig, FINISHED, end,
+                                 n.instance[t.node[orig]])
+        t.counters[N_DONE] += 1
+        if t.flags[o] & IS_PARENT:
+            self._release_children(orig, np.array([end]))
+        else:
+            t.release(orig)
+
+    def _drop_copies(self: Simulation, at: float, copies: np.ndarray) -> None:
+        """Copies ``copies`` stop at ``at`` without winning: their run time is lost."""
+        if len(copies) == 0:
+            return
+        t = self.tasks
+        orig = t.twin[copies]
+        self.release_runs(at, copies)
+        run = at - t.start[copies]
+        t.spec[orig, S_RUN_S] += run
+        t.spec[orig, S_WASTED_S] += run
+        t.read[orig] += t.read[copies]
+        t.twin[orig] = -1
+        t.release(copies)
+
+    def _hand_over(self: Simulation, at: float, orig: np.ndarray, evicted: bool) -> None:
+        """The originals ``orig`` lose their run (preempted or evicted); each one's running
+        copy carries the task on from where the copy is, and will give its result."""
+        t, h = self.tasks, self.heap
+        copies = t.twin[orig]
+        self.release_runs(at, orig)  # the originals' nodes get their room back
+        t.wasted[orig] += at - t.start[orig]
+        (t.evictions if evicted else t.preemptions)[orig] += 1
+        t.spec[orig, S_WON] = 1.0
+        t.spec[orig, S_RUN_S] += at - t.start[copies]
+        for name in ("node", "start", "locality", "used"):
+            arr = getattr(t, name)
+            arr[orig] = arr[copies]
+        t.read[orig] += t.read[copies]
+        t.attempts[orig] += 1
+        t.twin[orig] = -1
+        h.reserve(int(t.counters[kernels.HEAP_N]), len(orig))
+        for o, c in zip(orig.tolist(), copies.tolist(), strict=True):
+            kernels.heap_push(h.time, h.seq, h.slot, h.epoch, t.counters,
+                                 float(t.spec_end[c]), o, int(t.epoch[o]))
+        t.epoch[copies] += 1  # the copies' own completions go stale; their room is the task's
+        t.release(copies)
+
+    def split_stops(self: Simulation, at: float, slots: np.ndarray, requeue: bool,
+                    evicted: bool) -> np.ndarray:
+        """Settle the speculation side of stopping ``slots``; return those the usual stop
+        path still handles (originals, whose copies are gone or carry them on)."""
+        t = self.tasks
+        copy = self.is_copy(slots)
+        self._drop_copies(at, slots[copy])
+        orig = slots[~copy]
+        paired = t.twin[orig] >= 0
+        if not paired.any():
+            return orig
+        if requeue:
+            self._hand_over(at, orig[paired], evicted)
+            return orig[~paired]
+        self._drop_copies(at, t.twin[orig[paired]])
+        return orig
+
+    def drop_running_copies(self: Simulation, at: float) -> None:
+        """At the replay's end: copies still running die (their run time counts as lost)."""
+        t = self.tasks
+        if t.extras_on:
+            self._drop_copies(at, np.flatnonzero(~np.isnan(t.spec_end)))
