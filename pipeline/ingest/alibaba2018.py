@@ -21,6 +21,9 @@ Mapping decisions (what, why):
   ``instance_num`` tasks (``JOB/TASK/k``) over the task's start..end span (an upper bound).
   Statuses and timestamps: :mod:`pipeline.ingest.fuxi`; ``Running`` work is censored at
   ``WINDOW_END_S`` (8 days).
+- ``task_kind``: ``map`` for task names ``M<n>...``, ``reduce`` for ``R<n>...`` (the DAG
+  names' M/R prefixes); join (``J``) and other tasks are one phase (null).  Speculation rules
+  compare a task with its job's tasks of the same kind.
 - ``depends_on``: the task-name DAG (:mod:`pipeline.ingest.dag`; repairs counted under
   ``repaired["batch_task"]``) applied to instances, with barrier tasks above
   ``direct_limit`` parent instances (:mod:`pipeline.ingest.fuxi_sql`).

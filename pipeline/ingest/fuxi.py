@@ -60,7 +60,7 @@ RECORD_SCHEMA: dict[str, pl.DataType] = {
     "cpu_used": pl.Float64(), "mem_used": pl.Float64(), "end_event": pl.String(),
     "trace_attempts": pl.Int32(), "trace_lost_s": pl.Float64(),
     "depends_on": pl.List(pl.String()), "recorded_machine_id": pl.String(),
-    "recorded_start_s": pl.Float64(),
+    "recorded_start_s": pl.Float64(), "task_kind": pl.String(),
 }
 
 
@@ -202,4 +202,14 @@ def _expand(tasks: pl.DataFrame) -> pl.DataFrame:
         pl.lit(None).alias("trace_lost_s"), pl.lit(None).alias("depends_on"),
         # batch_task alone says when, not where: the task's start, no machine
         pl.lit(None).alias("recorded_machine_id"), pl.col("submit_s").alias("recorded_start_s"),
+        task_kind(),
     ).cast(RECORD_SCHEMA)
+
+
+def task_kind() -> pl.Expr:
+    """``map`` for DAG task names ``M<n>...``, ``reduce`` for ``R<n>...``, else null (as
+    :data:`pipeline.ingest.fuxi_sql.INSTANCE_OUT` does for instances)."""
+    name = pl.col("task_name")
+    return (pl.when(name.str.contains(r"^M[0-9]")).then(pl.lit("map"))
+            .when(name.str.contains(r"^R[0-9]")).then(pl.lit("reduce"))
+            .otherwise(pl.lit(None)).alias("task_kind"))

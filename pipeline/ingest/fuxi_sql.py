@@ -49,7 +49,7 @@ INSTANCE_REPAIRS = (
 CANONICAL = (
     "task_id, job_id, task_name, queue, submit_s, duration_s, cpu, mem, gpu, cpu_used, "
     "mem_used, end_event, trace_attempts, trace_lost_s, depends_on, recorded_machine_id, "
-    "recorded_start_s"
+    "recorded_start_s, task_kind"
 )
 
 
@@ -95,7 +95,9 @@ INSTANCE_OUT = """COPY (SELECT job_id || '/' || task_name || '/' || instance AS 
     job_id, task_name, 'batch' AS queue, submit_s, duration_s, cpu, mem, 0.0 AS gpu, cpu_used,
     mem_used, end_event, CAST(trace_attempts AS INTEGER) AS trace_attempts, trace_lost_s,
     CAST(NULL AS VARCHAR[]) AS depends_on,
-    CAST(machine_id AS VARCHAR) AS recorded_machine_id, start_s AS recorded_start_s
+    CAST(machine_id AS VARCHAR) AS recorded_machine_id, start_s AS recorded_start_s,
+    CASE WHEN regexp_matches(task_name, '^M[0-9]') THEN 'map'
+         WHEN regexp_matches(task_name, '^R[0-9]') THEN 'reduce' END AS task_kind
     FROM rec WHERE reason IS NULL ORDER BY task_id) TO '{out}' (FORMAT parquet)"""
 
 # -- dependencies -----------------------------------------------------------------------------
@@ -123,7 +125,7 @@ BARRIERS = """CREATE OR REPLACE TABLE barrier AS
            CAST(0 AS INTEGER) AS trace_attempts, CAST(NULL AS DOUBLE) AS trace_lost_s,
            list(p.task_id ORDER BY p.task_id) AS depends_on,
            CAST(NULL AS VARCHAR) AS recorded_machine_id, CAST(NULL AS DOUBLE) AS recorded_start_s,
-           true AS synthetic
+           CAST(NULL AS VARCHAR) AS task_kind, true AS synthetic
     FROM r p JOIN ptask t USING (job_id, task_name)
     SEMI JOIN (SELECT DISTINCT job_id, parent_name AS task_name FROM e WHERE n > {limit})
       USING (job_id, task_name)

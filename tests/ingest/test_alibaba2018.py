@@ -251,3 +251,12 @@ def test_container_usage_without_container_meta_is_not_read(tmp_path: Path) -> N
     m = ingest("alibaba2018", src, tmp_path / "out")
     assert "container_usage" not in m.input_rows and "task_usage" not in m.rows
     assert "container_meta" in m.notes["container_usage"]
+
+
+def test_task_kinds_follow_the_dag_names(full: tuple[Manifest, Path]) -> None:
+    tasks = _tasks(full[1]).with_columns(
+        pl.col("task_id").str.split("/").list.get(1, null_on_oob=True).alias("name"))
+    kinds = dict(tasks.select("name", "task_kind").unique().iter_rows())
+    assert kinds["M1"] == "map" and kinds["M2_1"] == "map"
+    assert all(kinds[n] == "reduce" for n in kinds if n and n.startswith("R"))
+    assert all(kinds[n] is None for n in kinds if n and n[:1] not in ("M", "R"))
