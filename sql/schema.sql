@@ -73,6 +73,16 @@ alter table task_runs add column if not exists opp_queue_s double;
 alter table task_runs add column if not exists opp_wasted_s double;
 alter table task_runs add column if not exists used_cpu_s double;
 alter table task_runs add column if not exists used_mem_s double;
+-- Speculative execution (runs whose `spec` parameter names a rule; zero, false or null
+-- otherwise, null for runs that predate it): the task's copies launched, whether a copy gave
+-- its result, where and when the last copy ran, the copies' run time and the run time of the
+-- attempts that lost (speculation_effect).  machine_id/start_s stay the original attempt's.
+alter table task_runs add column if not exists spec_copies integer;
+alter table task_runs add column if not exists spec_won boolean;
+alter table task_runs add column if not exists spec_machine_id varchar;
+alter table task_runs add column if not exists spec_start_s double;
+alter table task_runs add column if not exists spec_run_s double;
+alter table task_runs add column if not exists spec_wasted_s double;
 
 -- The queue configuration of runs whose policy has queues (queues.parquet; optional).
 -- Shares are fractions of the cluster; guaranteed_<r>/max_<r> in the trace's units.

@@ -3,8 +3,10 @@
 Metrics are computed downstream of the core, once, from ``task_runs`` and
 ``node_intervals`` (never inside the simulation); each comes from a pure function named after
 what it returns.  ``value`` is null when a metric is undefined for the run (no measured
-usage, no task with inputs, no finished job, or a run without opportunistic containers for
-the ``opp_*`` and ``jct_guaranteed_*`` metrics: :mod:`pipeline.metrics.opportunistic`).
+usage, no task with inputs, no finished job, a run without opportunistic containers for
+the ``opp_*`` and ``jct_guaranteed_*`` metrics: :mod:`pipeline.metrics.opportunistic`, or a
+run without speculative execution for the ``spec_*`` metrics:
+:mod:`pipeline.metrics.speculation`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import polars as pl
 
 from pipeline.metrics import cluster as c
 from pipeline.metrics import opportunistic as o
+from pipeline.metrics import speculation as s
 from pipeline.metrics import tasks as t
 from pipeline.metrics.fairness import FairnessIndices, fairness_indices
 
@@ -28,7 +31,9 @@ class RunFrames:
     ``[start_s, end_s]`` is the measurement window: the trace's observation window, or the
     whole run when it drained past it.  ``opportunistic``: whether the run's parameters
     turned opportunistic containers on (any ``opp_*`` key), None when not known (then the
-    task records tell: :func:`pipeline.metrics.opportunistic.layer_on`).
+    task records tell: :func:`pipeline.metrics.opportunistic.layer_on`).  ``speculation``:
+    the same for speculative execution (the ``spec`` parameter names a rule;
+    :func:`pipeline.metrics.speculation.speculation_on`).
     """
 
     task_runs: pl.DataFrame
@@ -36,6 +41,7 @@ class RunFrames:
     end_s: float
     start_s: float = 0.0
     opportunistic: bool | None = None
+    speculation: bool | None = None
 
     @cached_property
     def jobs(self) -> pl.DataFrame:
@@ -52,6 +58,10 @@ class RunFrames:
     @cached_property
     def opp_on(self) -> bool:
         return o.layer_on(self.task_runs, self.opportunistic)
+
+    @cached_property
+    def spec_on(self) -> bool:
+        return s.speculation_on(self.task_runs, self.speculation)
 
     @cached_property
     def fairness(self) -> FairnessIndices:
@@ -74,6 +84,15 @@ def _q(frame: str, column: str, q: float) -> Metric:
     return lambda r: t.quantile(getattr(r, frame), column, q)
 
 
+def _mean(frame: str, column: str) -> Metric:
+    """The mean of ``column`` of an intermediate frame; None when it is empty."""
+    def metric(r: RunFrames) -> float | None:
+        rows = getattr(r, frame)
+        value = rows.select(pl.col(column).mean()).item() if rows.height else None
+        return None if value is None else float(value)
+    return metric
+
+
 def _opp(column: str) -> Metric:
     """The run's total of a per-task opportunistic column; None without the layer."""
     return lambda r: o.opp_count(r.task_runs, column, r.opp_on)
@@ -94,6 +113,7 @@ METRICS: dict[str, tuple[str, Metric]] = {
     "locality_any": ("fraction", lambda r: t.locality_fraction(r.task_runs, "any")),
     "data_read_rack_gb": ("GiB", lambda r: t.data_read_gb(r.task_runs, "read_rack_mb")),
     "data_read_core_gb": ("GiB", lambda r: t.data_read_gb(r.task_runs, "read_core_mb")),
+    "jct_mean_s": ("s", _mean("jobs", "jct_s")),
     "jct_p50_s": ("s", _q("jobs", "jct_s", 0.50)),
     "jct_p95_s": ("s", _q("jobs", "jct_s", 0.95)),
     "jct_p99_s": ("s", _q("jobs", "jct_s", 0.99)),
@@ -127,6 +147,12 @@ METRICS: dict[str, tuple[str, Metric]] = {
         r.task_runs, r.jobs, 0.50, r.opp_on)),
     "jct_guaranteed_p95_s": ("s", lambda r: o.jct_guaranteed_quantile_s(
         r.task_runs, r.jobs, 0.95, r.opp_on)),
+    "spec_launched": ("count", lambda r: s.spec_launched(r.task_runs, r.spec_on)),
+    "spec_won": ("count", lambda r: s.spec_won(r.task_runs, r.spec_on)),
+    "spec_wasted_task_s": ("s", lambda r: s.spec_wasted_task_s(r.task_runs, r.spec_on)),
+    "spec_run_task_s": ("s", lambda r: s.spec_run_task_s(r.task_runs, r.spec_on)),
+    "spec_extra_pct": ("%", lambda r: s.spec_extra_pct(r.task_runs, r.spec_on, r.end_s,
+                                                       r.start_s)),
 }
 
 METRICS_SCHEMA = {"run_id": pl.String, "metric": pl.String, "value": pl.Float64,
@@ -135,13 +161,16 @@ METRICS_SCHEMA = {"run_id": pl.String, "metric": pl.String, "value": pl.Float64,
 
 def metrics_table(run_id: str, task_runs: pl.DataFrame, node_intervals: pl.DataFrame,
                   end_s: float, start_s: float = 0.0, *,
-                  opportunistic: bool | None = None) -> pl.DataFrame:
+                  opportunistic: bool | None = None,
+                  speculation: bool | None = None) -> pl.DataFrame:
     """All metrics of one run over its measurement window, one row each, in a fixed order.
 
     ``opportunistic``: whether the run has ``opp_*`` parameters (pass it when known, so a run
     with the layer on where nothing ran opportunistic gets 0s rather than nulls).
+    ``speculation``: whether the run's ``spec`` parameter names a rule
+    (:func:`pipeline.metrics.speculation.spec_rule`), likewise.
     """
-    frames = RunFrames(task_runs, node_intervals, end_s, start_s, opportunistic)
+    frames = RunFrames(task_runs, node_intervals, end_s, start_s, opportunistic, speculation)
     rows = []
     for name, (unit, fn) in METRICS.items():
         value = fn(frames)

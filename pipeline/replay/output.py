@@ -82,10 +82,11 @@ class RecordStore:
         if not files:
             return {"row": np.zeros(0, dtype=np.int64)}
         parts = [dict(np.load(f)) for f in files]
+        with_spec = any("spec" in part for part in parts)  # (else none: not materialized)
         for part in parts:
             if "extra" not in part:
                 part["extra"] = np.zeros((len(part["row"]), N_EXTRA), dtype=np.float32)
-            if "spec" not in part:
+            if with_spec and "spec" not in part:
                 part["spec"] = np.tile(SPEC_DEFAULT, (len(part["row"]), 1))
         data = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         order = np.argsort(data["row"], kind="stable")
@@ -104,6 +105,9 @@ class RecordStore:
             if len(rows) < z or not np.array_equal(rows[a:z], np.arange(a + base, z + base)):
                 raise RuntimeError(f"records of trace rows {lo}..{hi} are incomplete")
             parts.append({k: v[a:z] for k, v in data.items()})
+        if any("spec" in p for p in parts):  # (a range across buckets with and without)
+            for p in parts:
+                p.setdefault("spec", np.tile(SPEC_DEFAULT, (len(p["row"]), 1)))
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
@@ -146,12 +150,17 @@ def task_runs_batches(identities: Iterator[tuple[int, pa.Table]], store: RecordS
             "censored": pc.fill_null(pc.equal(ident["end_event"], "censored"), False),
             "read_rack_mb": rec["read"][:, 0], "read_core_mb": rec["read"][:, 1],
             **_extra_columns(rec, ident, end_s),
-            **_spec_columns(rec["spec"], machine_ids),
+            **_spec_columns(rec.get("spec"), n, machine_ids),
         }, schema=WRITE_SCHEMA)
 
 
-def _spec_columns(spec: np.ndarray, machine_ids: list[str]) -> dict[str, Any]:
-    """The speculative-copy figures of the records (pipeline.sim.speculation)."""
+def _spec_columns(spec: np.ndarray | None, n: int, machine_ids: list[str]) -> dict[str, Any]:
+    """The speculative-copy figures of the records (pipeline.sim.speculation; ``None``: no
+    task of these records had a copy)."""
+    if spec is None:
+        return {"spec_copies": np.zeros(n, np.int32), "spec_won": np.zeros(n, np.bool_),
+                "spec_machine_id": pa.nulls(n, _DICT), "spec_start_s": pa.nulls(n, pa.float64()),
+                "spec_run_s": np.zeros(n), "spec_wasted_s": np.zeros(n)}
     return {
         "spec_copies": spec[:, S_COPIES].astype(np.int32), "spec_won": spec[:, S_WON] > 0,
         "spec_machine_id": _dictionary(spec[:, S_INSTANCE].astype(np.int64), machine_ids),

@@ -16,7 +16,7 @@ VIEWS = ("policy_summary", "cost_savings", "utilization_over_time", "fairness_vs
          "scheduler_comparison", "trace_summary", "completion_cdf", "queue_waits",
          "run_peaks", "locality_by_job_size")
 # views a warehouse loaded before they existed may lack (read as empty frames)
-OPTIONAL_VIEWS = ("opportunistic_effect",)
+OPTIONAL_VIEWS = ("opportunistic_effect", "speculation_effect")
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ class ReportData:
     locality_bins: pl.DataFrame = field(default_factory=pl.DataFrame)  # locality_by_job_size
     # opportunistic_effect: runs with opportunistic containers beside their runs without
     opportunistic: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # speculation_effect: runs with speculative execution beside their runs without
+    speculation: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def has_queues(self) -> bool:
@@ -77,7 +79,7 @@ class ReportData:
                           maybe(self.comparison), maybe(self.traces_info),
                           maybe(self.distributions), maybe(self.queue_waits),
                           maybe(self.peaks), maybe(self.runs), maybe(self.locality_bins),
-                          maybe(self.opportunistic))
+                          maybe(self.opportunistic), maybe(self.speculation))
 
 
 def read_report_data(db: Path, baseline: str) -> ReportData:
@@ -116,6 +118,7 @@ def read_report_data(db: Path, baseline: str) -> ReportData:
         runs=frames["runs"],
         locality_bins=frames["locality_by_job_size"],
         opportunistic=frames["opportunistic_effect"],
+        speculation=frames["speculation_effect"],
     )
 
 

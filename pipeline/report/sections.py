@@ -6,7 +6,8 @@
 3. What the replays show (:mod:`.observations`, and :mod:`.locality` on data locality).
 4. The distributions of job completion and wait, the schedulers compared per cluster, the
    queues, data locality (traces with input data only), over-subscription (traces with
-   opportunistic-container runs only: :mod:`.opportunistic`), capacity over time,
+   opportunistic-container runs only: :mod:`.opportunistic`), speculation (traces with
+   speculative-execution runs only: :mod:`.speculation`), capacity over time,
    utilization, fairness, and the work left undone.
 5. Every run (folded away).
 Each section has at most one chart, a main table that fits the page (human column names,
@@ -29,6 +30,8 @@ from pipeline.report import (
     opportunistic,
     opportunistic_charts,
     palette,
+    speculation,
+    speculation_charts,
 )
 from pipeline.report.assumptions import (
     cluster_lines,
@@ -101,6 +104,7 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
     sections += comparison_sections(data, labels)
     sections += locality_sections(data, labels)
     sections += oversubscription_sections(data, labels)
+    sections += speculation_sections(data, labels)
     sections += capacity_sections(data, labels)
     sections.append(Section(
         "backlog", "Work not done", None,
@@ -263,6 +267,22 @@ def oversubscription_sections(data: ReportData, labels: list[str]) -> list[Secti
         "oversubscription", "Over-subscription",
         opportunistic_charts.gain_loss_chart(rows, labels), opportunistic.table(rows),
         opportunistic.NOTE, lead=opportunistic.payer_paragraph(rows), raw=rows)]
+
+
+def speculation_sections(data: ReportData, labels: list[str]) -> list[Section]:
+    """Speculative execution against the same runs without it: job completion time gained
+    and the extra capacity the copies used; none when no run of the trace used it."""
+    if not speculation.has_speculation(data.speculation):
+        return []
+    rows = speculation.settings_table(data.speculation)
+    runs = speculation.runs_table(data.speculation, rows)
+    chart = (speculation_charts.tradeoff_chart(rows, labels)
+             if speculation_charts.points(rows).height else None)
+    return [Section(
+        "speculation", "Speculation", chart, speculation.readable_runs(runs),
+        speculation.NOTE, lead=speculation.summary_line(rows), raw=runs,
+        details=(("Per setting, averaged over seeds", speculation.readable_runs(
+            rows, speculation.SETTING_COLUMNS), rows),))]
 
 
 def capacity_sections(data: ReportData, labels: list[str]) -> list[Section]:

@@ -1,8 +1,8 @@
 -- One row per run: what was replayed (trace, policy, params, seed) and its metrics as columns.
 -- `label` names what was replayed apart from the seed, for charts: the policy, the parameters
 -- whose values differ between the trace's runs of that policy (`policy k=v, k=v`; all of them
--- are in `params_text`; an `opp_*` parameter only where the run set it and its value differs
--- between the runs that set it), the cluster mode unless fixed (`[elastic]`), and where two
+-- are in `params_text`; an `opp_*` parameter, or `spec`/`spec_*` (speculative execution),
+-- only where the run set it and its value differs between the runs that set it), the cluster mode unless fixed (`[elastic]`), and where two
 -- different configurations would still look alike, a short hash of the configuration.
 -- `params` are the settings the run used (configuration files included; `runs.settings`
 -- says where each came from).  Metrics are over `measured_from_s`..`measured_to_s`: the
@@ -30,6 +30,7 @@ metric_columns as (
         max(value) filter (where metric = 'locality_any')        as locality_any,
         max(value) filter (where metric = 'data_read_rack_gb')   as data_read_rack_gb,
         max(value) filter (where metric = 'data_read_core_gb')   as data_read_core_gb,
+        max(value) filter (where metric = 'jct_mean_s')          as jct_mean_s,
         max(value) filter (where metric = 'jct_p50_s')           as jct_p50_s,
         max(value) filter (where metric = 'jct_p95_s')           as jct_p95_s,
         max(value) filter (where metric = 'jct_p99_s')           as jct_p99_s,
@@ -63,9 +64,15 @@ policy_keys as (
 ),
 
 param_values as (
-    -- every parameter any run of the trace and policy has, for each of those runs
+    -- every parameter any run of the trace and policy has, for each of those runs; `layer`:
+    -- the key belongs to a layer any policy may add (opportunistic containers: `opp_*`;
+    -- speculative execution: `spec`, `spec_*`), absent or off in the policy's plain runs
     select runs.run_id, runs.trace, runs.policy, policy_keys.key,
-           runs.params ->> policy_keys.key as value
+           -- speculation off (`spec=none`) is the plain run, as if `spec` were absent
+           case when policy_keys.key = 'spec' and lower(runs.params ->> 'spec') = 'none'
+                then null else runs.params ->> policy_keys.key end as value,
+           starts_with(policy_keys.key, 'opp_') or policy_keys.key = 'spec'
+               or starts_with(policy_keys.key, 'spec_') as layer
     from runs
     join policy_keys using (trace, policy)
 ),
@@ -74,11 +81,11 @@ varying_keys as (
     select trace, policy, key
     from param_values
     group by trace, policy, key
-    -- an `opp_*` parameter is absent (null) in the policy's plain runs: it names a run when
-    -- its values differ between the runs that set it (and `opp_by` always, which says the
-    -- layer is on), not merely because the plain runs lack it
-    having (not starts_with(key, 'opp_') and count(distinct coalesce(value, chr(0))) > 1)
-        or (starts_with(key, 'opp_') and (key = 'opp_by' or count(distinct value) > 1))
+    -- a layer's parameter is absent (null) in the policy's plain runs: it names a run when
+    -- its values differ between the runs that set it (and `opp_by` and `spec` always, which
+    -- say the layer is on), not merely because the plain runs lack it
+    having (not bool_or(layer) and count(distinct coalesce(value, chr(0))) > 1)
+        or (bool_or(layer) and (key in ('opp_by', 'spec') or count(distinct value) > 1))
 ),
 
 varying_params as (
@@ -88,8 +95,8 @@ varying_params as (
             as varying_text
     from param_values
     join varying_keys using (trace, policy, key)
-    -- a run without the opportunistic layer is the policy's plain run, not `opp_by=null,...`
-    where not (starts_with(key, 'opp_') and value is null)
+    -- a run without a layer is the policy's plain run, not `opp_by=null,...`
+    where not (layer and value is null)
     group by run_id
 ),
 
