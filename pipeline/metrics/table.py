@@ -85,10 +85,12 @@ def _q(frame: str, column: str, q: float) -> Metric:
 
 
 def _mean(frame: str, column: str) -> Metric:
-    """The mean of ``column`` of an intermediate frame; None when it is empty."""
+    """The mean of ``column`` of an intermediate frame; None when it is empty.  Values are
+    summed in sorted order: the frames come from group-bys, whose row order varies, and a
+    float sum in another order can differ in its last bits (runs must be byte-identical)."""
     def metric(r: RunFrames) -> float | None:
         rows = getattr(r, frame)
-        value = rows.select(pl.col(column).mean()).item() if rows.height else None
+        value = rows.select(pl.col(column).sort().mean()).item() if rows.height else None
         return None if value is None else float(value)
     return metric
 
