@@ -32,6 +32,7 @@ import polars as pl
 from pipeline import __version__
 from pipeline.errors import UsageError
 from pipeline.metrics import metrics_table
+from pipeline.metrics.speculation import SPEC_COLUMNS, spec_rule
 from pipeline.policies import make_policy, policy_class, resolve_params
 from pipeline.progress import Progress
 from pipeline.replay import output as out
@@ -167,7 +168,8 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
                  **({"opp_rejected": (float(nm["rejected"]), "count"),
                      "nm_utilization_checks": (float(nm["checks"]), "count")} if nm else {})}
         metrics = _write_metrics(tmp, run_id, measured["from_s"], measured["to_s"], extra,
-                                 opportunistic=sim.nm is not None)
+                                 opportunistic=sim.nm is not None,
+                                 speculation=spec_rule(resolved) is not None)
         counts = asdict(summary)
         settings = _settings(sim.policy, params or {}, opened, resolved)
         run = {
@@ -252,18 +254,21 @@ def _cluster_total(spec: ClusterSpec, trace: TraceInput,
 
 def _write_metrics(tmp: Path, run_id: str, start_s: float, end_s: float,
                    extra: Mapping[str, tuple[float | None, str]] | None = None,
-                   opportunistic: bool = False) -> dict[str, float | None]:
+                   opportunistic: bool = False, speculation: bool = False
+                   ) -> dict[str, float | None]:
     """Write ``metrics.parquet``: the metrics of the run's tables, then ``extra`` (the
     policy's own, :meth:`PolicyBase.run_metrics`)."""
     skip = {"run_id", "task_id", "queue", "machine_id"}  # not used by any metric
     if not opportunistic:  # the opp_* metrics are null without the layer
         skip |= {"opportunistic", "opp_starts", "opp_kills", "opp_pauses", "opp_shed",
                  "opp_queue_s", "opp_wasted_s"}
+    if not speculation:  # the spec_* metrics are null without a speculation rule
+        skip |= set(SPEC_COLUMNS)
     columns = [c for c in out.TASK_RUNS_SCHEMA.names if c not in skip]
     task_runs = pl.read_parquet(tmp / out.TASK_RUNS, columns=columns)
     nodes = pl.read_parquet(tmp / out.NODE_INTERVALS)
     table = metrics_table(run_id, task_runs, nodes, end_s, start_s,
-                          opportunistic=opportunistic)
+                          opportunistic=opportunistic, speculation=speculation)
     if extra:
         rows = [(run_id, name, None if v is None else float(v), unit)
                 for name, (v, unit) in extra.items()]

@@ -245,8 +245,7 @@ class Speculating:
         self.release_runs(at, orig)  # the originals' nodes get their room back
         t.wasted[orig] += at - t.start[orig]
         (t.evictions if evicted else t.preemptions)[orig] += 1
-        t.spec[orig, S_WON] = 1.0
-        t.spec[orig, S_RUN_S] += at - t.start[copies]
+        t.spec[orig, S_WON] = 1.0  # (the copy's run so far is the task's run from now on)
         for name in ("node", "start", "locality", "used"):
             arr = getattr(t, name)
             arr[orig] = arr[copies]
