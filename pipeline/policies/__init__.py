@@ -12,6 +12,7 @@ from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.policies import opportunistic as opp_layer
+from pipeline.policies import speculation as spec_layer
 from pipeline.policies.base import Param, PolicyBase, PreemptionProfile
 from pipeline.policies.base import resolve_params as _resolve_own
 from pipeline.policies.capacity import CapacityScheduler
@@ -42,23 +43,36 @@ def policy_class(name: str) -> type[PolicyBase]:
 
 def resolve_params(cls: type[PolicyBase], raw: Mapping[str, Any] | None) -> dict[str, Any]:
     """``raw`` checked and typed: the policy's own parameters (defaults filled in) and, when
-    any is given, the opportunistic layer's ``opp_*`` ones (:mod:`.opportunistic`)."""
-    own, layer = opp_layer.split(raw)
-    return {**_resolve_own(cls, own), **opp_layer.resolve(cls.name, layer)}
+    any is given, the opportunistic layer's ``opp_*`` ones (:mod:`.opportunistic`) and the
+    speculation layer's ``spec_*`` ones (:mod:`.speculation`)."""
+    rest, opp = opp_layer.split(raw)
+    own, spec = spec_layer.split(rest)
+    return {**_resolve_own(cls, own), **opp_layer.resolve(cls.name, opp),
+            **spec_layer.resolve(cls.name, spec)}
 
 
 def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Any:
     """A new policy ``name`` with ``params`` checked, typed and defaults filled in; wrapped
-    in the opportunistic layer when ``opp_by`` asks for opportunistic containers."""
+    in the opportunistic layer when ``opp_by`` asks for opportunistic containers, or in the
+    speculation layer when ``spec`` names a rule."""
     cls = policy_class(name)
     resolved = resolve_params(cls, params)
-    own, layer = opp_layer.split(resolved)
+    rest, opp = opp_layer.split(resolved)
+    own, spec = spec_layer.split(rest)
+    use_opp = bool(opp) and opp.get("opp_by", "none") != "none"
+    use_spec = bool(spec) and spec.get("spec", "none") != "none"
+    if (use_opp or use_spec) and cls.reference:
+        what = "opportunistic containers" if use_opp else "speculative copies"
+        raise UsageError(f"policy '{name}' replays the trace's own placements and cannot "
+                         f"take {what}")
+    if use_opp and use_spec:
+        raise UsageError(f"policy '{name}': speculation does not combine with opportunistic "
+                         "containers yet (set spec=none or opp_by=none)")
     policy = cls(**own)
-    if layer and layer.get("opp_by", "none") != "none":
-        if cls.reference:
-            raise UsageError(f"policy '{name}' replays the trace's own placements and cannot "
-                             "take opportunistic containers")
-        return opp_layer.Opportunistic(policy, layer)
+    if use_opp:
+        return opp_layer.Opportunistic(policy, opp)
+    if use_spec:
+        return spec_layer.Speculation(policy, spec)
     return policy
 
 
@@ -83,4 +97,13 @@ def describe_policies() -> list[dict[str, Any]]:
                   "ContainerScheduler; YARN-1011 branch (over-allocation)",
         "params": [{"name": key, "default": p.default, "type": p.kind.__name__, "help": p.help}
                    for key, p in opp_layer.OPP_PARAMS.items()],
+    }, {
+        "name": "spec_* (any policy)",
+        "summary": "speculative copies of slow tasks layered on the policy: Hadoop's native "
+                   "rule, LATE or the MRv2 speculator",
+        "source": "Hadoop 0.20 TaskInProgress; Zaharia et al., OSDI 2008 (LATE); Hadoop 0.21 "
+                  "JobInProgress; Hadoop 2/3 DefaultSpeculator, mapred-default.xml",
+        "params": [{"name": key, "default": p.default, "type": p.kind.__name__, "help": p.help,
+                    **({"choices": list(p.choices)} if p.choices else {})}
+                   for key, p in spec_layer.SPEC_PARAMS.items()],
     }]
