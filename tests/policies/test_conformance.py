@@ -351,3 +351,38 @@ def test_opportunistic_invariants(name: str, variant: int, case: dict,
     assert not (tr["opportunistic"] & (tr["opp_starts"] == 0)).any()
     _run(case, trace, root / "b", name, params)
     assert_same_tables(root / "a", root / "b")
+
+
+SPEC_RULES = ("hadoop", "late", "mrv2")
+
+
+@pytest.mark.parametrize("name", ["yarn-uniform", "capacity-scheduler", "fair-scheduler"])
+@pytest.mark.parametrize("rule", SPEC_RULES)
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=small_trace())
+def test_speculation_invariants(name: str, rule: str, case: dict,
+                                tmp_path_factory: pytest.TempPathFactory) -> None:
+    """With a speculation rule over the policy, on a cluster with slow machines: every task
+    accounted for once, at most one winner per task and only where a copy ran, capacity
+    never exceeded by the tasks' own runs, deterministic."""
+    root = tmp_path_factory.mktemp("spec")
+    trace = _write(case, root / "trace")
+    params = {"spec": rule, "spec_interval_s": 1.0}
+
+    def run(out: Path) -> dict:
+        return replay(trace, name, params, 7, out, cluster="fixed",
+                      cluster_options={"slow_fraction": 0.5, "slow_factor": 4.0},
+                      sched_interval_s=case["interval"], horizon_s=case["horizon"]).run
+
+    result = run(root / "a")
+    tr = pl.read_parquet(root / "a" / "task_runs.parquet")
+    nodes = pl.read_parquet(root / "a" / "node_intervals.parquet")
+    _check_tasks(tr, case)
+    _check_capacity(tr, nodes, result["summary"]["end_s"])
+    assert (tr["spec_copies"] >= 0).all() and not (tr["spec_won"] & (tr["spec_copies"] == 0)).any()
+    assert (tr["spec_wasted_s"] >= -EPS).all() and (tr["spec_run_s"] >= -EPS).all()
+    copied = tr.filter(pl.col("spec_copies") > 0)
+    assert copied["spec_machine_id"].null_count() == 0
+    run(root / "b")
+    assert_same_tables(root / "a", root / "b")
