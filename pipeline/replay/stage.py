@@ -123,7 +123,8 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
            seed: int = 0, out_dir: Path | str = "run", *, cluster: str = "fixed",
            cluster_options: Mapping[str, Any] | None = None, sched_interval_s: float = 1.0,
            horizon_s: float | None = None, drain: bool = False,
-           files_dir: Path | str | None = None, progress: bool = False) -> RunResult:
+           files_dir: Path | str | None = None, progress: bool = False,
+           trace_name: str | None = None) -> RunResult:
     """Replay one canonical trace through one policy into the run directory ``out_dir``.
 
     The replay stops at the trace's observation window's end and measures cost and
@@ -132,6 +133,9 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
     ``files_dir``: where relative paths in file parameters (``config=...``) are read from
     (default: the current directory); ``run.json`` keeps the paths as given.
     ``progress``: show how far the replay got in simulated time (:mod:`pipeline.progress`).
+    ``trace_name``: the name runs are grouped under (a sweep's trace key; by default the
+    trace directory's name): one trace directory may be studied under several names, e.g.
+    on its own machines and on machines with stragglers.
     """
     started = time.perf_counter()
     cls = policy_class(policy)
@@ -173,7 +177,7 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
         counts = asdict(summary)
         settings = _settings(sim.policy, params or {}, opened, resolved)
         run = {
-            "run_id": run_id, "trace": trace.dir.name,
+            "run_id": run_id, "trace": trace_name or trace.dir.name,
             "trace_digest": digest, "trace_validated": trace.validated,
             "trace_facts": trace.facts(), "window": asdict(window), "measured": measured,
             "policy": policy,

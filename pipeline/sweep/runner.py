@@ -35,7 +35,7 @@ def run_one(spec: RunSpec) -> dict[str, Any]:
     started = time.perf_counter()
     result = replay(spec.trace_dir, spec.policy, spec.params, spec.seed, out,
                     cluster=spec.cluster, cluster_options=spec.cluster_options,
-                    drain=spec.drain, files_dir=spec.files_dir or None)
+                    drain=spec.drain, files_dir=spec.files_dir or None, trace_name=spec.trace)
     return {"key": spec.key, "out_dir": spec.out_dir, "skipped": False,
             "run_id": result.run_id, "wall_s": time.perf_counter() - started}
 

@@ -68,3 +68,13 @@ def test_mrv2_waits_for_finished_tasks_and_speculates_one_task_per_pass(
     (none before 100 s), and after a pass that speculates the next waits 15 s."""
     tr = _run(trace, tmp_path / "mrv2", "mrv2")
     assert _slow(tr) == [(200.0, 1, True, "m2", 100.0), (215.0, 1, True, "m3", 115.0)]
+
+
+def test_a_trace_studied_under_another_name_keeps_that_name(trace: Path, tmp_path: Path) -> None:
+    """A sweep's trace key names its runs (one directory, two studies: swim, swim-stragglers)."""
+    import json
+
+    replay(trace, "yarn-uniform", {}, 0, tmp_path / "a", trace_name="trace-stragglers")
+    replay(trace, "yarn-uniform", {}, 0, tmp_path / "b")
+    assert json.loads((tmp_path / "a" / "run.json").read_text())["trace"] == "trace-stragglers"
+    assert json.loads((tmp_path / "b" / "run.json").read_text())["trace"] == "trace"
