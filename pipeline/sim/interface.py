@@ -324,11 +324,20 @@ class RunningView(_TaskColumns):
 
     @cached_property
     def progress(self) -> np.ndarray:
-        """Fraction of the work done (speed-adjusted), in [0, 1]."""
-        duration = self._t.duration[self._slots]
-        before = self._t.work0[self._slots] if self._t.extras_on else 0.0  # paused runs
-        done = (before + (self._at - self.start_s) * self._speed[self.node]) / duration
-        return readonly(np.clip(done, 0.0, 1.0))
+        """Fraction of the task's work done, in [0, 1]: the share of this run's time gone
+        (a run reads its input and computes throughout, so for a map this is the share of
+        its input read), on top of the work a paused run had done before; a run with no
+        known end (a censored task) counts work at its node's speed."""
+        t, slots = self._t, self._slots
+        duration = t.duration[slots]
+        before = t.work0[slots] if t.extras_on else 0.0  # paused runs
+        start, end = self.start_s, t.run_end[slots]
+        known = np.isfinite(end) & (end > start)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(known, (self._at - start) / (end - start), 0.0)
+        by_speed = (self._at - start) * self._speed[self.node]
+        done = before + np.where(known, share * (duration - before), by_speed)
+        return readonly(np.clip(done / duration, 0.0, 1.0))
 
 
 @dataclass

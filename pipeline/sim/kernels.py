@@ -229,10 +229,10 @@ def run_time(duration, speed, mb, level, read_rate):
 @njit(cache=True, inline="always")
 def _open_run(s, nd, now, work, first, ht, hs, hslot, hep, counters, t_flags, open_flag,
               inputs_flag, t_inp, t_input_mb, t_loc, t_read, t_epoch, n_rack, n_speed,
-              read_rate):
+              read_rate, t_run_end):
     """A run of task ``s`` on node ``nd`` starts at ``now`` with ``work`` left (s at speed
     1.0): a ``first`` run (not a resumed one) gets its locality and reads its input; its
-    completion is pushed (never, for a task flagged ``open_flag``)."""
+    completion is pushed (never, for a task flagged ``open_flag``) and kept in ``t_run_end``."""
     level = 0
     mb = 0.0
     if first:
@@ -244,6 +244,7 @@ def _open_run(s, nd, now, work, first, ht, hs, hslot, hep, counters, t_flags, op
             t_read[s, level - 1] += mb
     end = np.inf if t_flags[s] & open_flag else now + run_time(
         work, n_speed[nd], mb, level, read_rate)
+    t_run_end[s] = end
     heap_push(ht, hs, hslot, hep, counters, end, s, t_epoch[s])
 
 
@@ -252,7 +253,7 @@ def apply_placements(now, req_idx, node_idx, pend_slots, ht, hs, hslot, hep, cou
                      t_duration, t_req, t_used, t_state, t_node, t_start, t_first,
                      t_attempts, t_epoch, t_flags, open_flag, n_cap, n_alloc, n_used, n_ncont,
                      n_state, n_speed, n_dirty, t_inp, t_input_mb, t_loc, t_read, n_rack,
-                     read_rate, inputs_flag):
+                     read_rate, inputs_flag, t_run_end):
     """Check and apply placements in order; return (-1, 0) or (bad index, reason code).
 
     A task flagged ``open_flag`` (censored: 0 when the run censors nothing) never completes
@@ -296,7 +297,7 @@ def apply_placements(now, req_idx, node_idx, pend_slots, ht, hs, hslot, hep, cou
         t_attempts[s] += 1
         _open_run(s, nd, now, t_duration[s], True, ht, hs, hslot, hep, counters, t_flags,
                   open_flag, inputs_flag, t_inp, t_input_mb, t_loc, t_read, t_epoch, n_rack,
-                  n_speed, read_rate)
+                  n_speed, read_rate, t_run_end)
     return -1, 0
 
 
@@ -304,7 +305,7 @@ def apply_placements(now, req_idx, node_idx, pend_slots, ht, hs, hslot, hep, cou
 def start_opportunistic(at, slots, nodes, ht, hs, hslot, hep, counters, t_duration, t_req, t_used,
            t_state, t_node, t_start, t_first, t_attempts, t_epoch, t_flags, t_work0,
            t_inp, t_input_mb, t_loc, t_read, t_extra, t_since, open_flag, inputs_flag,
-           n_oalloc, n_used, n_ncont, n_speed, n_dirty, n_rack, read_rate):
+           n_oalloc, n_used, n_ncont, n_speed, n_dirty, n_rack, read_rate, t_run_end):
     """Start (or resume) opportunistic containers ``slots`` on ``nodes`` at ``at``
     (:mod:`pipeline.sim.nodemanager`): their resources count in the node's opportunistic
     allocation ``n_oalloc``; a resumed (paused) one runs only the work it had left."""
@@ -333,7 +334,7 @@ def start_opportunistic(at, slots, nodes, ht, hs, hslot, hep, counters, t_durati
             t_extra[s, X_OPP_STARTS] += 1.0
         _open_run(s, nd, at, t_duration[s] - t_work0[s], not resumed, ht, hs, hslot, hep,
                   counters, t_flags, open_flag, inputs_flag, t_inp, t_input_mb, t_loc, t_read,
-                  t_epoch, n_rack, n_speed, read_rate)
+                  t_epoch, n_rack, n_speed, read_rate, t_run_end)
 
 
 @njit(cache=True)

@@ -143,7 +143,7 @@ class NodeManagers:
                t.req, t.used, t.state, t.node, t.start, t.first_start, t.attempts, t.epoch,
                t.flags, t.work0, t.inp, t.input_mb, t.locality, t.read, t.extra, t.nmq_since,
                sim.open_flag, 1, n.oalloc, n.used, n.ncont, n.speed, n.dirty, n.rack,
-               sim._read_rate)
+               sim._read_rate, t.run_end)
         for s, nd, rs in zip(slots.tolist(), nodes.tolist(), t.run_seq[slots].tolist(),
                              strict=True):
             self.running[nd].append((s, rs))

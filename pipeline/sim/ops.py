@@ -196,7 +196,7 @@ class Operations:
             t.duration, t.req, t.used, t.state, t.node, t.start, t.first_start, t.attempts,
             t.epoch, t.flags, self.open_flag, n.cap, n.alloc, n.used, n.ncont, n.state,
             n.speed, n.dirty, t.inp, t.input_mb, t.locality, t.read, n.rack,
-            self._read_rate, HAS_INPUTS,
+            self._read_rate, HAS_INPUTS, t.run_end,
         )
         if bad >= 0:
             r, nd = int(req[bad]), int(node[bad])

@@ -150,7 +150,7 @@ class Speculating:
             h.epoch, t.counters, t.duration, t.req, t.used, t.state, t.node, t.start,
             t.first_start, t.attempts, t.epoch, t.flags, self.open_flag, n.cap, n.alloc,
             n.used, n.ncont, n.state, n.speed, n.dirty, t.inp, t.input_mb, t.locality,
-            t.read, n.rack, self._read_rate, HAS_INPUTS)
+            t.read, n.rack, self._read_rate, HAS_INPUTS, t.run_end)
         if bad_i >= 0:
             s = int(orig[bad_i])
             raise PolicyError(f"policy '{name}' copy {bad_i} rejected at t={at:g}s: task "
@@ -181,11 +181,7 @@ class Speculating:
         t.spec[orig, S_COPIES] += 1
         t.spec[orig, S_INSTANCE] = n.instance[node]
         t.spec[orig, S_START] = at
-        for c, nd in zip(copies.tolist(), node.tolist(), strict=True):
-            level = max(int(t.locality[c]), 0)
-            t.spec_end[c] = np.inf if t.flags[c] & self.open_flag else at + kernels.run_time(
-                float(t.duration[c]), float(n.speed[nd]), float(t.input_mb[c]), level,
-                self._read_rate)
+        t.spec_end[copies] = t.run_end[copies]  # (marks them as copies)
         self.events += len(copies)
         self.last_s = max(self.last_s, at)
 
@@ -246,7 +242,7 @@ class Speculating:
         t.wasted[orig] += at - t.start[orig]
         (t.evictions if evicted else t.preemptions)[orig] += 1
         t.spec[orig, S_WON] = 1.0  # (the copy's run so far is the task's run from now on)
-        for name in ("node", "start", "locality", "used"):
+        for name in ("node", "start", "locality", "used", "run_end"):
             arr = getattr(t, name)
             arr[orig] = arr[copies]
         t.read[orig] += t.read[copies]

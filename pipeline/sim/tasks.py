@@ -42,6 +42,8 @@ _TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float | np.ndarray]] = {
     "priority": (np.int32, (), 0), "kind": (np.int8, (), KIND_ONE),
     "state": (np.int8, (), FREE),
     "node": (np.int32, (), -1), "start": (np.float64, (), np.nan),
+    # when the current run will end (inf: a censored task, stopped at the window's end)
+    "run_end": (np.float64, (), np.nan),
     "first_start": (np.float64, (), np.nan), "attempts": (np.int32, (), 0),
     "preemptions": (np.int32, (), 0), "evictions": (np.int32, (), 0),
     "wasted": (np.float64, (), 0.0), "epoch": (np.int64, (), 0),

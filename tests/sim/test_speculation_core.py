@@ -227,3 +227,21 @@ def test_a_copy_that_does_not_fit_is_refused() -> None:
                        np.ones(2), np.zeros(2, np.int32), [(0, 0.0, np.inf), (1, 0.0, np.inf)])
     with pytest.raises(PolicyError, match="does not fit"):
         replay(clu, Scripted(script, [10.0]), b)
+
+
+def test_progress_is_the_share_of_the_run_gone_reading_included() -> None:
+    """A map that reads 128 MiB rack-local runs 9 s + 128/96 s (pipeline.sim.core.READ_MB_S):
+    its progress is the share of that run gone (of its input read), not work at its speed."""
+    from tests.sim.test_core import _inputs
+
+    b = batch([0], [10], inputs=_inputs([[1]]), has_inputs=np.array([True]),
+              input_mb=np.array([128.0]))
+    seen: list[float] = []
+
+    def script(view: SchedView) -> None:
+        if view.now == 5.5:
+            seen.append(float(view.running.progress[0]))
+
+    recs, _ = replay(nodes([1.0, 1.0]), Scripted(script, [5.5]), b, sched_interval_s=0.0)
+    end = 9.0 + 128.0 / 96.0
+    assert recs[0]["end"] == pytest.approx(end) and seen == [pytest.approx(5.5 / end)]
