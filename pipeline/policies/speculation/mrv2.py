@@ -119,14 +119,14 @@ class Mrv2Rule:
         groups = tasks.groups
         job, kind = groups.keys // N_KINDS, groups.keys % N_KINDS
         self._grow(int(job.max()) + 1 if len(job) else 0)
-        due_jobs = np.unique(job[self.next_pass_s[job] <= tasks.now])
-        self.next_pass_s[due_jobs] = tasks.now + self.retry_no_s
+        due = self.next_pass_s[job] <= tasks.now
+        self.next_pass_s[job[due]] = tasks.now + self.retry_no_s
         stats = getattr(view, "jobs", None)
-        if len(due_jobs) == 0 or stats is None:
+        if not due.any() or stats is None:
             return EMPTY, EMPTY
         finished = lookup(stats.finished, job, kind)
         total = np.maximum(lookup(stats.arrived, job, kind), groups.counts)
-        may = (np.isin(job, due_jobs) & (total - finished - groups.counts <= 0)
+        may = (due & (total - finished - groups.counts <= 0)
                & mrv2_estimates_ok(finished, total))
         if not may.any():
             return EMPTY, EMPTY
@@ -137,9 +137,12 @@ class Mrv2Rule:
         mean_run_s = np.zeros(groups.n)
         np.divide(lookup(stats.run_s_sum, job, kind), finished, out=mean_run_s,
                   where=finished > 0)
-        rows = np.flatnonzero(may[groups.inverse] & tasks.open)
-        value = mrv2_value(tasks.now, tasks.now - tasks.elapsed_s[rows], tasks.ps[rows],
-                           mean_run_s[groups.inverse[rows]])
+        rows = np.flatnonzero(may[groups.inverse])
+        ps, start_s = tasks.score_at(rows)
+        value = mrv2_value(tasks.now, start_s, ps, mean_run_s[groups.inverse[rows]])
+        # most tasks are on schedule: sort only the others
+        worth = ~np.isnan(value) & tasks.open_at(rows, ps)
+        rows, value = rows[worth], value[worth]
         sub_row = np.asarray(tasks.at(rows).row)
         pos = rows[mrv2_picks(groups.inverse[rows], value, sub_row, may)]
         if len(pos) == 0:

@@ -18,6 +18,8 @@ from pipeline.sim.interface import NodeView
 TINY = 0.5e-12
 # nodes checked at a time when looking for room for a copy
 CHUNK = 64
+# vectorized rounds of copy placement before the rest go one at a time
+MAX_ROUNDS = 8
 
 
 def free_room(nodes: NodeView, placed_req: np.ndarray, placed_node: np.ndarray
@@ -75,6 +77,9 @@ class CopyPlacer:
         self.n_dead = 0
         self._no_fit: set[bytes] = set()
         self._racks: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._left = 0  # copies the current place() call may still launch
+        self._group: np.ndarray | None = None
+        self._budget: np.ndarray | None = None
 
     def __bool__(self) -> bool:
         return len(self.order) > self.n_dead
@@ -82,16 +87,18 @@ class CopyPlacer:
     def _first_fit(self, nodes: np.ndarray, req: np.ndarray, original: int,
                    start: int = 0) -> int:
         """Position in ``nodes`` of the first node from ``start`` on (wrapping around) that
-        is alive, not ``original`` and has room for ``req`` (-1: none)."""
+        is alive, not ``original`` and has room for ``req`` (-1: none).  The first chunk
+        is looked at alone (usually enough); then all the others at once."""
         n = len(nodes)
-        for lo in range(0, n, CHUNK):
-            at = (start + np.arange(lo, min(lo + CHUNK, n))) % n if start else \
-                np.arange(lo, min(lo + CHUNK, n))
-            chunk = nodes[at]
+        if n == 0:
+            return -1
+        at = (start + np.arange(min(CHUNK, n))) % n
+        for part in (at, (start + np.arange(len(at), n)) % n):
+            chunk = nodes[part]
             ok = self.alive[chunk] & (chunk != original)
             ok &= np.all(self.room[chunk] >= req, axis=1)
             if ok.any():
-                return int(at[np.argmax(ok)])
+                return int(part[np.argmax(ok)])
         return -1
 
     def _rack_nodes(self, racks: np.ndarray) -> np.ndarray:
@@ -162,26 +169,93 @@ class CopyPlacer:
         """Copies for candidates ``order`` (positions into the per-candidate arrays
         ``req``, ``original``, ``inputs``, ``group``), in that order, while ``limit`` copies
         remain and the candidate's ``group`` has ``budget`` left; returns the positions
-        launched and their nodes."""
-        took: list[int] = []
-        where: list[int] = []
-        left = len(order) if limit is None else int(limit)
-        budget = None if budget is None else np.array(budget, dtype=np.int64)
-        if len(order) and self:  # requests no node can take now never will in this call
-            most = self.room[self.order].max(axis=0)
-            order = order[np.all(req[order] <= most, axis=1)]
-        for i in order.tolist():
-            if left <= 0 or not self:
-                break
+        launched and their nodes.
+
+        Candidates with input data go one at a time (node-local, rack-local, then any);
+        the others in rounds, vectorized: in a round each node with room (in search order
+        from the round-robin cursor) is offered to one candidate (in candidate order), and a
+        candidate its node cannot take waits for the next round, as a heartbeat offers a
+        node's room to the next task.  After a few rounds the rest go one at a time."""
+        self._left = len(order) if limit is None else int(limit)
+        self._group = group
+        self._budget = None if budget is None else np.array(budget, dtype=np.int64)
+        took: list[np.ndarray] = []
+        where: list[np.ndarray] = []
+        order = self._could_fit(np.asarray(order, dtype=np.int64), req)
+        local = (np.zeros(len(order), dtype=bool) if inputs is None
+                 else np.any(inputs[order] >= 0, axis=1))
+        self._one_by_one(order[local], req, original, inputs, took, where)
+        rest = self._rounds(order[~local], req, original, took, where)
+        self._one_by_one(self._could_fit(rest, req), req, original, None, took, where)
+        if not took:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.concatenate(took), np.concatenate(where)
+
+    def _could_fit(self, cand: np.ndarray, req: np.ndarray) -> np.ndarray:
+        """``cand`` without the requests larger than every node's room (in a resource)."""
+        if len(cand) == 0 or not self:
+            return cand[:0]
+        live = self.order[self.alive[self.order]]
+        most = self.room[live].max(axis=0)
+        return cand[np.all(req[cand] <= most, axis=1)]
+
+    def _spend(self, cand: np.ndarray) -> np.ndarray:
+        """Which of ``cand`` (in order, each launching) stay within the limit and their
+        group's budget."""
+        ok = np.ones(len(cand), dtype=bool)
+        if self._budget is not None and self._group is not None and len(cand):
+            g = self._group[cand]
+            by = np.argsort(g, kind="stable")
+            first = np.searchsorted(g[by], g[by], side="left")
+            rank = np.empty(len(cand), dtype=np.int64)
+            rank[by] = np.arange(len(cand)) - first
+            ok &= rank < self._budget[g]
+        ok &= np.cumsum(ok) <= self._left
+        return ok
+
+    def _launched(self, cand: np.ndarray, nodes: np.ndarray, took: list[np.ndarray],
+                  where: list[np.ndarray]) -> None:
+        took.append(cand)
+        where.append(nodes)
+        self._left -= len(cand)
+        if self._budget is not None and self._group is not None:
+            np.subtract.at(self._budget, self._group[cand], 1)
+
+    def _one_by_one(self, cand: np.ndarray, req: np.ndarray, original: np.ndarray,
+                    inputs: np.ndarray | None, took: list[np.ndarray],
+                    where: list[np.ndarray]) -> None:
+        budget, group = self._budget, self._group
+        for i in cand.tolist():
+            if self._left <= 0 or not self:
+                return
             if budget is not None and group is not None and budget[group[i]] <= 0:
                 continue
             node = self.node_for(req[i], int(original[i]),
                                  None if inputs is None else inputs[i])
-            if node < 0:
-                continue
-            took.append(i)
-            where.append(node)
-            left -= 1
-            if budget is not None and group is not None:
-                budget[group[i]] -= 1
-        return np.asarray(took, dtype=np.int64), np.asarray(where, dtype=np.int64)
+            if node >= 0:
+                self._launched(np.array([i]), np.array([node]), took, where)
+
+    def _rounds(self, cand: np.ndarray, req: np.ndarray, original: np.ndarray,
+                took: list[np.ndarray], where: list[np.ndarray]) -> np.ndarray:
+        """Place ``cand`` in vectorized rounds; return the ones left over."""
+        for _ in range(MAX_ROUNDS):
+            if len(cand) == 0 or self._left <= 0 or not self:
+                break
+            o = self.order
+            nodes = np.concatenate([o[self.cursor:], o[: self.cursor]])
+            nodes = nodes[self.alive[nodes]]
+            m = min(len(cand), len(nodes))
+            c, nd = cand[:m], nodes[:m]
+            ok = (nd != original[c]) & np.all(self.room[nd] >= req[c], axis=1)
+            ok[ok] = self._spend(c[ok])
+            if not ok.any():
+                break
+            ci, ni = c[ok], nd[ok]
+            self.room[ni] -= req[ci]  # distinct nodes: no two copies on one in a round
+            dead = ni[~np.all(self.room[ni] >= self.min_req, axis=1)]
+            self.alive[dead] = False
+            self.n_dead += len(dead)
+            self._launched(ci, ni, took, where)
+            self.cursor = (int(np.flatnonzero(o == nd[-1])[0]) + 1) % len(o)
+            cand = np.concatenate([c[~ok], cand[m:]])
+        return cand
