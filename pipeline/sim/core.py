@@ -161,7 +161,10 @@ class Simulation(Operations, Speculating):
             self.options.horizon_s is None or censor_at < self.options.horizon_s)
         self._follow_slot = np.zeros(4096, dtype=np.int64)
         self._follow_end = np.zeros(4096)
-        self._clock = np.zeros(2)  # the last completion's end (and slot, for SPEC ones)
+        self._clock = np.zeros(1)  # the last completion's end
+        self._spec_slot = np.zeros(4096, dtype=np.int64)  # SPEC completions to settle
+        self._spec_end = np.zeros(4096)
+        self._n_spec = np.zeros(1, dtype=np.int64)
         self.job_stats: JobStats | None = None  # for policies that compare tasks with their job
 
     # -- the loop ---------------------------------------------------------------------
@@ -298,15 +301,16 @@ class Simulation(Operations, Speculating):
                 r.evictions, r.wasted, r.locality, r.read,
                 self._follow_slot, self._follow_end, IS_PARENT, self._clock,
                 t.extra, r.extra, n.oalloc, OPPORTUNISTIC, TRACKED, t.kind, r.kind, SPEC,
-                n.done, n.done_s,
+                n.done, n.done_s, self._spec_slot, self._spec_end, self._n_spec,
             )
             if self.job_stats is not None:
                 self._tally(first, int(t.counters[REC_N]))
             if nf:
                 self._release_children(self._follow_slot[:nf].copy(), self._follow_end[:nf])
-            if status == 2:  # an attempt of a speculated task: the first to finish wins
-                self.settle_completion(float(self._clock[0]), int(self._clock[1]))
-                continue
+            ns = int(self._n_spec[0])
+            if ns:  # attempts of speculated tasks: the first of each to finish wins
+                self._n_spec[0] = 0
+                self.settle_completions(self._spec_slot[:ns].copy(), self._spec_end[:ns].copy())
             if status == 0:
                 break
             r.room(t.counters, 1)

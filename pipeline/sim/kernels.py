@@ -87,7 +87,7 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
                    r_row, r_inst, r_job, r_ready, r_first, r_start, r_end, r_out, r_att,
                    r_pre, r_evi, r_wasted, r_loc, r_read, follow_slot, follow_end, parent_flag,
                    clock, t_extra, r_extra, n_oalloc, opp_flag, tracked_flag, t_kind, r_kind,
-                   spec_flag, n_done, n_done_s):
+                   spec_flag, n_done, n_done_s, spec_slot, spec_end, n_spec):
     """Finish tasks whose end is ``<= limit``, in time order; record them and free slots.
 
     Freed slots are reset for reuse.  Finished slots flagged ``parent_flag`` are listed in
@@ -98,8 +98,9 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
     allocation ``n_oalloc`` (the RM's ``n_alloc`` never held them); one flagged
     ``tracked_flag`` records its ``t_extra`` row (then zeroed), the others zeros.
     A task flagged ``spec_flag`` (it has or had a speculative copy, or is one) is popped and
-    handed back with status 2, its end in ``clock[0]`` and its slot in ``clock[1]``: the
-    caller settles which attempt won (:mod:`pipeline.sim.speculation`).
+    listed in ``spec_slot``/``spec_end`` (``n_spec[0]`` of them) for the caller, which
+    settles which attempt won (:mod:`pipeline.sim.speculation`); its resources stay held
+    until then (nothing is placed before).
     Each finished task counts in its node's ``n_done`` and ``n_done_s`` (run time).
     """
     nf = 0
@@ -112,13 +113,15 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
         end = ht[0]
         if end > limit:
             return 0, nf
-        if counters[REC_N] >= cap_r or nf >= len(follow_slot):
+        if counters[REC_N] >= cap_r or nf >= len(follow_slot) or n_spec[0] >= len(spec_slot):
             return 1, nf
         heap_pop(ht, hs, hslot, hep, counters)
         clock[0] = end
         if t_flags[s] & spec_flag:
-            clock[1] = s
-            return 2, nf
+            spec_slot[n_spec[0]] = s
+            spec_end[n_spec[0]] = end
+            n_spec[0] += 1
+            continue
         nd = t_node[s]
         n_done[nd] += 1
         n_done_s[nd] += end - t_start[s]

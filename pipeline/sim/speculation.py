@@ -48,6 +48,7 @@ from pipeline.sim.tasks import (
     S_WASTED_S,
     S_WON,
     SPEC,
+    X_MEASURED,
 )
 
 if TYPE_CHECKING:
@@ -186,38 +187,70 @@ class Speculating:
         self.last_s = max(self.last_s, at)
 
     # -- settling -------------------------------------------------------------------------
-    def settle_completion(self: Simulation, end: float, s: int) -> None:
-        """Attempt ``s`` (flagged SPEC) finished at ``end``: kill the other, record the task."""
+    def settle_completions(self: Simulation, slots: np.ndarray, ends: np.ndarray) -> None:
+        """Attempts ``slots`` (flagged SPEC) finished at ``ends`` (in that order): each task's
+        first attempt to finish wins and the other is killed then; the tasks are recorded.
+        Vectorized: a replay with many copies settles them in batches, not one by one."""
         t, n = self.tasks, self.cluster.nodes
-        if self.is_copy(np.array([s]))[0]:
-            o, winner = int(t.twin[s]), s
-            t.spec[o, S_WON] = 1.0
-            t.spec[o, S_WASTED_S] += end - t.start[o]
-            t.spec[o, S_RUN_S] += end - t.start[s]
-            t.read[o] += t.read[s]
-            t.twin[o] = -1
-        else:
-            o = winner = s
-            if t.twin[s] >= 0:
-                self._drop_copies(end, np.array([t.twin[s]]))
-        nd = int(t.node[winner])
-        run_s = end - float(t.start[winner])
-        self.release_runs(end, np.unique(np.array([o, winner])))
-        n.done[nd] += 1
-        n.done_s[nd] += run_s
+        k = len(slots)
+        partner = t.twin[slots]
+        sorter = np.argsort(slots, kind="stable")
+        where = sorter[np.minimum(np.searchsorted(slots, partner, sorter=sorter), k - 1)]
+        # an attempt whose other attempt finished earlier in the batch was killed then
+        keep = ~((partner >= 0) & (slots[where] == partner) & (where < np.arange(k)))
+        win, end = slots[keep], ends[keep]
+        copy = self.is_copy(win)
+        orig = np.where(copy, t.twin[win], win)
+        lose = np.where(copy, orig, t.twin[win])  # the other attempt, still running (-1: none)
+        has = lose >= 0
+        loser, at = lose[has], end[has]
+        lost = at - t.start[loser]
+        t.spec[orig[has], S_WASTED_S] += lost
+        loser_copy = ~copy[has]
+        t.spec[orig[has][loser_copy], S_RUN_S] += lost[loser_copy]
+        t.spec[orig[copy], S_RUN_S] += end[copy] - t.start[win[copy]]
+        t.spec[orig[copy], S_WON] = 1.0
+        copies = np.concatenate([win[copy], loser[loser_copy]])
+        t.read[t.twin[copies]] += t.read[copies]
+        run_s = end - t.start[win]
+        node = t.node[win]
+        self.release_at(np.concatenate([win, loser]), np.concatenate([end, at]))
+        np.add.at(n.done, node, 1)
+        np.add.at(n.done_s, node, run_s)
         if self.job_stats is not None:
-            self.job_stats.finish(t.job[[o]].astype(np.int64), t.kind[[o]].astype(np.int64),
-                                  np.array([run_s]))
-        if winner != o:
-            t.release(np.array([winner]))
-        orig = np.array([o])
-        self.records.write_slots(t.counters, t, orig, FINISHED, end,
-                                 n.instance[t.node[orig]])
-        t.counters[N_DONE] += 1
-        if t.flags[o] & IS_PARENT:
-            self._release_children(orig, np.array([end]))
-        else:
-            t.release(orig)
+            self.job_stats.finish(t.job[orig].astype(np.int64), t.kind[orig].astype(np.int64),
+                                  run_s)
+        t.twin[orig] = -1
+        self.records.write_slots(t.counters, t, orig, FINISHED, end, n.instance[t.node[orig]])
+        t.counters[N_DONE] += len(orig)
+        t.release(copies)
+        parent = (t.flags[orig] & IS_PARENT) != 0
+        if parent.any():
+            self._release_children(orig[parent], end[parent])
+        t.release(orig[~parent])
+
+    def release_at(self: Simulation, slots: np.ndarray, at: np.ndarray) -> None:
+        """The runs of ``slots`` end at times ``at``: :meth:`release_runs` with a time per
+        run (speculation never runs beside opportunistic containers)."""
+        t, n = self.tasks, self.cluster.nodes
+        if t.extras_on:  # usage integrals of tasks with measured usage over time
+            for i in np.flatnonzero(t.extra[slots, X_MEASURED] > 0).tolist():
+                self.usage.stop(t, float(at[i]), slots[i:i + 1], n.speed)
+        node = t.node[slots]
+        used = np.where(np.isnan(t.used[slots]), t.req[slots, :2], t.used[slots])
+        np.subtract.at(n.alloc, node, t.req[slots])
+        np.subtract.at(n.used, node, used)
+        np.subtract.at(n.ncont, node, 1)
+        gone = n.ncont[node] == 0
+        empty = np.unique(node[gone])
+        n.alloc[empty] = 0.0
+        n.used[empty] = 0.0
+        n.idle_since[empty] = -np.inf
+        np.maximum.at(n.idle_since, node[gone], at[gone])
+        n.dirty[node] = True
+        t.epoch[slots] += 1
+        self.events += len(slots)
+        self.needs_decision = True
 
     def _drop_copies(self: Simulation, at: float, copies: np.ndarray) -> None:
         """Copies ``copies`` stop at ``at`` without winning: their run time is lost."""
