@@ -71,8 +71,21 @@ def cluster_lines(runs: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
             lines.append(
                 "Fixed cluster: the trace's own machines, added, removed and failing when the "
                 f"trace says (up to {most:,} task evictions per run here); every policy pays "
-                f"for the same machines over the window. {price}.")
+                f"for the same machines over the window. {price}." + _speed_text(spec))
     return lines
+
+
+def _speed_text(spec: dict[str, Any]) -> str:
+    """What a fixed cluster's speed options did to its machines (pipeline.replay.speeds)."""
+    parts = []
+    fraction = float(spec.get("slow_fraction") or 0.0)
+    if fraction > 0:
+        parts.append(f" A share of {fraction:.0%} of the machines (chosen by the seed, the same "
+                     f"for every policy) runs {float(spec.get('slow_factor', 2.5)):g} times "
+                     "slower than the rest.")
+    if spec.get("platform_speed"):
+        parts.append(f" Machine speeds by platform: {spec['platform_speed']}.")
+    return "".join(parts)
 
 
 def _elastic_line(spec: dict[str, Any], price: str) -> str:

@@ -274,8 +274,9 @@ def speculation_sections(data: ReportData, labels: list[str]) -> list[Section]:
     and the extra capacity the copies used; none when no run of the trace used it."""
     if not speculation.has_speculation(data.speculation):
         return []
-    rows = speculation.settings_table(data.speculation)
-    runs = speculation.runs_table(data.speculation, rows)
+    effect = speculation.with_varying_settings(data.speculation)
+    rows = speculation.settings_table(effect)
+    runs = speculation.runs_table(effect, rows)
     chart = (speculation_charts.tradeoff_chart(rows, labels)
              if speculation_charts.points(rows).height else None)
     return [Section(

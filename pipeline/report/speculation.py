@@ -10,6 +10,7 @@ the tasks' own (the extra capacity speculation used).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,6 +53,24 @@ def has_speculation(effect: pl.DataFrame) -> bool:
 def rule_name(rule: str | None) -> str:
     """A rule as people name it (``late`` -> LATE)."""
     return RULE_NAMES.get(str(rule).lower(), str(rule)) if rule else MISSING
+
+
+def varying_settings(settings: Sequence[str | None]) -> list[str]:
+    """Each run's ``spec_*`` settings cut to those that differ between the runs (the rest
+    are the same for all, defaults mostly): "defaults" where none differ."""
+    parsed = [dict(kv.split("=", 1) for kv in re.split(r",(?=spec_)", text) if "=" in kv)
+              if text else {} for text in settings]
+    keys = sorted(set().union(*parsed)) if parsed else []
+    vary = [k for k in keys if len({p.get(k) for p in parsed}) > 1]
+    return [", ".join(f"{k}={p[k]}" for k in vary if k in p) or "defaults" for p in parsed]
+
+
+def with_varying_settings(effect: pl.DataFrame) -> pl.DataFrame:
+    """``effect`` with ``spec_settings`` cut by :func:`varying_settings`."""
+    if effect.is_empty() or "spec_settings" not in effect.columns:
+        return effect
+    return effect.with_columns(pl.Series(
+        "spec_settings", varying_settings(effect["spec_settings"].to_list()), pl.String))
 
 
 def settings_table(effect: pl.DataFrame) -> pl.DataFrame:

@@ -121,3 +121,29 @@ def test_summary_words_slower_and_several_settings(rows: pl.DataFrame) -> None:
     unchanged = rows.with_columns(pl.lit(0.01).alias("jct_mean_change_pct"),
                                   pl.lit(None, pl.Float64).alias("jct_p95_change_pct"))
     assert "LATE left it unchanged using 35.3%" in speculation.summary_line(unchanged)
+
+
+def test_settings_shown_are_those_that_differ_between_runs() -> None:
+    from pipeline.report.speculation import varying_settings
+
+    phases = "spec_reduce_phases=0.5,0.25,0.25"
+    assert varying_settings([f"spec_gap=0.2,{phases},spec_thresholds=percentile",
+                             f"spec_gap=0.2,{phases},spec_thresholds=stddev"]) == [
+        "spec_thresholds=percentile", "spec_thresholds=stddev"]
+    assert varying_settings(["spec_gap=0.2", "spec_gap=0.2"]) == ["defaults"] * 2
+
+
+def test_the_assumptions_state_slow_machines() -> None:
+    import json
+
+    import polars as pl
+
+    from pipeline.report.assumptions import cluster_lines
+
+    spec = json.dumps({"kind": "fixed", "price_per_hour": 0.192, "billing_s": 1.0,
+                       "slow_fraction": 0.2, "slow_factor": 2.5})
+    runs = pl.DataFrame({"run_id": ["r"], "cluster": [spec]})
+    summary = pl.DataFrame({"run_id": ["r"], "evictions": [0.0]})
+    (line,) = cluster_lines(runs, summary)
+    assert line.endswith("A share of 20% of the machines (chosen by the seed, the same for "
+                         "every policy) runs 2.5 times slower than the rest.")
