@@ -67,10 +67,17 @@ CLUSTER_PARAMS: dict[str, Param] = {
                          "about 2.5x on EC2)", float, 1.0),
     "platform_speed": Param("", "speeds by machine platform, PLATFORM=SPEED;... (fixed "
                             "cluster; the trace's platform column)", str),
+    "contention_share": Param(0.0, "share of each machine's time in contention periods "
+                              "that come and go (transient stragglers; 0: none)", float, 0.0,
+                              0.99),
+    "contention_factor": Param(2.5, "how many times slower a machine runs while contended",
+                               float, 1.0),
+    "contention_mean_s": Param(600.0, "mean length of a contention period (s)", float, 1.0),
 }
 LOCALITY_PARAMS = ("dfs", "block_mb", "replication", "rack_size", "node_mb_s", "rack_mb_s",
                    "core_mb_s")
-SPEED_PARAMS = ("slow_fraction", "slow_factor", "platform_speed")
+SPEED_PARAMS = ("slow_fraction", "slow_factor", "platform_speed", "contention_share",
+                "contention_factor", "contention_mean_s")
 ELASTIC_ONLY = {"node_cpu", "node_mem", "node_gpu", "min_nodes", "max_nodes",
                 "initial_nodes", "boot_delay_s", "upscale_wait_s", "idle_s"}
 

@@ -13,7 +13,15 @@ it (cluster options):
   ``slow_factor`` times slower, fixed for the whole replay.  The default factor, 2.5, is
   what the LATE paper measured between EC2 virtual machines (Zaharia et al., OSDI 2008).
   Which machines are slow depends only on the run's seed, so every policy of a sweep meets
-  the same slow machines.  (Contention that comes and goes is not modelled yet.)
+  the same slow machines.
+- ``contention_share`` > 0: contention that comes and goes (noisy neighbours, the LATE
+  paper's transient stragglers).  Each machine alternates between normal periods and
+  contended ones, during which it runs ``contention_factor`` times slower; periods are
+  exponential, contended ones ``contention_mean_s`` long on average and normal ones long
+  enough that a machine spends ``contention_share`` of its time contended (a two-state
+  Markov process, started in its steady state).  Drawn over the trace's window from the
+  run's seed (the same periods for every policy); the core re-times the runs in flight
+  at each change (:mod:`pipeline.sim.contention`).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from pipeline.errors import UsageError
 from pipeline.sim.cluster import ClusterSpec
 
 SLOW_STREAM = 0x5105  # the seed's sub-stream that picks slow machines
+CONTENTION_STREAM = 0x5106  # the seed's sub-stream that draws contention periods
 
 
 def parse_platform_speed(text: str) -> dict[str, float]:
@@ -69,3 +78,34 @@ def machine_speeds(spec: ClusterSpec, base: np.ndarray, platforms: list[str | No
         slow = np.sort(rng.permutation(len(speed))[:k])
         speed[slow] /= spec.slow_factor
     return speed
+
+
+def contention_changes(spec: ClusterSpec, speed: np.ndarray, seed: int, until_s: float
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Speed changes ``(time, node, new speed)`` in time order (then node order) from the
+    contention options, over ``[0, until_s)``; None when contention is off.  ``speed``: each
+    node's speed outside contention."""
+    share = float(spec.contention_share)
+    if share <= 0 or not until_s > 0:
+        return None
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), CONTENTION_STREAM]))
+    mean = {True: float(spec.contention_mean_s),
+            False: float(spec.contention_mean_s) * (1.0 - share) / share}
+    times: list[float] = []
+    nodes: list[int] = []
+    speeds: list[float] = []
+    for i, base in enumerate(np.asarray(speed, dtype=np.float64).tolist()):
+        slow = base / float(spec.contention_factor)
+        on = bool(rng.random() < share)
+        t = 0.0
+        if on:
+            times.append(0.0), nodes.append(i), speeds.append(slow)
+        while True:
+            t += float(rng.exponential(mean[on]))  # (memoryless: from the steady state)
+            if t >= until_s:
+                break
+            on = not on
+            times.append(t), nodes.append(i), speeds.append(slow if on else base)
+    order = np.lexsort((np.asarray(nodes), np.asarray(times)))
+    return (np.asarray(times)[order], np.asarray(nodes, dtype=np.int64)[order],
+            np.asarray(speeds)[order])

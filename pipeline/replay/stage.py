@@ -40,8 +40,9 @@ from pipeline.replay.locality import InputLayout
 from pipeline.replay.options import CLUSTER_KINDS, cluster_spec
 from pipeline.replay.param_files import file_sha256, param_files
 from pipeline.replay.source import TraceInput, Window
-from pipeline.replay.speeds import machine_speeds
+from pipeline.replay.speeds import contention_changes, machine_speeds
 from pipeline.sim import ClusterSpec, ElasticCluster, FixedCluster, SimOptions, Simulation
+from pipeline.sim.contention import SpeedChanges
 from pipeline.sim.core import READ_MB_S
 from pipeline.trace.io import atomic_dir
 
@@ -226,10 +227,16 @@ def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: Clus
                if spec.kind == "fixed" else None)
     refs = trace.dependency_refs()
     policy_obj = make_policy(policy, params)
+    until = options.horizon_s if options.horizon_s is not None else options.censor_at_s
+    changes = contention_changes(spec, cluster.nodes.speed, seed, float(until or 0.0))
+    if changes is not None and hasattr(policy_obj, "nm_options"):
+        raise UsageError("cluster option 'contention_share' does not combine with "
+                         "opportunistic containers yet")
     sim = Simulation(
         cluster, policy_obj, trace.batches(node_of, set(refs), layout), store.write,
         users=trace.users, queues=trace.queues, dep_refs=refs, options=options, rng=rng,
         units=trace.units, on_progress=on_progress,
+        speed_changes=SpeedChanges(*changes) if changes is not None else None,
     )
     summary = sim.run()
     store.close()

@@ -52,6 +52,10 @@ class ClusterSpec:
     slow_fraction: float = 0.0
     slow_factor: float = 2.5
     platform_speed: str = ""
+    # transient contention: each machine slowed by a factor for periods that come and go
+    contention_share: float = 0.0
+    contention_factor: float = 2.5
+    contention_mean_s: float = 600.0
 
     def to_dict(self) -> dict[str, object]:
         """The fields that matter for this kind of cluster (fixed: no template or scaling;
@@ -59,6 +63,8 @@ class ClusterSpec:
         fields = asdict(self)
         if self.slow_fraction == 0 and not self.platform_speed:
             fields = {k: v for k, v in fields.items() if k not in SPEED_FIELDS}
+        if self.contention_share == 0:
+            fields = {k: v for k, v in fields.items() if k not in CONTENTION_FIELDS}
         if self.kind == "fixed":
             return {k: v for k, v in fields.items() if k not in ELASTIC_FIELDS}
         return fields
@@ -70,6 +76,7 @@ class ClusterSpec:
 
 
 SPEED_FIELDS = ("slow_fraction", "slow_factor", "platform_speed")
+CONTENTION_FIELDS = ("contention_share", "contention_factor", "contention_mean_s")
 ELASTIC_FIELDS = ("node_cpu", "node_mem", "node_gpu", "min_nodes", "max_nodes",
                   "initial_nodes", "boot_delay_s", "upscale_wait_s", "idle_s")
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from pipeline.sim import kernels
 from pipeline.sim.cluster import FixedCluster
+from pipeline.sim.contention import Contended, SpeedChanges
 from pipeline.sim.deps import Dependencies
 from pipeline.sim.heartbeat import Heartbeats
 from pipeline.sim.interface import ClusterInfo, NodeView, Policy, readonly
@@ -106,7 +107,7 @@ class SimSummary:
     sim_s: float = 0.0
 
 
-class Simulation(Operations, Speculating):
+class Simulation(Operations, Speculating, Contended):
     """One replay of a task stream on a cluster through a policy."""
 
     def __init__(self, cluster: Cluster, policy: Policy, batches: Iterable[TaskBatch],
@@ -115,7 +116,8 @@ class Simulation(Operations, Speculating):
                  options: SimOptions | None = None,
                  rng: np.random.Generator | None = None,
                  units: dict[str, str] | None = None,
-                 on_progress: Callable[[float], None] | None = None) -> None:
+                 on_progress: Callable[[float], None] | None = None,
+                 speed_changes: SpeedChanges | None = None) -> None:
         self.cluster = cluster
         self.on_progress = on_progress  # told the simulated time now and then (no I/O here)
         self.policy = policy
@@ -166,6 +168,9 @@ class Simulation(Operations, Speculating):
         self._spec_end = np.zeros(4096)
         self._n_spec = np.zeros(1, dtype=np.int64)
         self.job_stats: JobStats | None = None  # for policies that compare tasks with their job
+        self.speed_changes = speed_changes  # machines' speeds over time (transient contention)
+        if speed_changes is not None:
+            self.tasks.enable_extras()
 
     # -- the loop ---------------------------------------------------------------------
     def run(self) -> SimSummary:
@@ -252,6 +257,7 @@ class Simulation(Operations, Speculating):
             kernels.heap_top(h.time, h.seq, h.slot, h.epoch, t.counters, t.epoch),
             self.cluster.next_event(),
             self.cluster.next_check(self.now, self.queue.enter),
+            self.next_speed_change(),
         ]
         if self.nm is not None:
             times.append(self.nm.next_check(self.now))
@@ -270,6 +276,11 @@ class Simulation(Operations, Speculating):
         self.events += self.usage.advance(self.tasks, at, n.used, n.speed)
         while True:
             tn = self.cluster.next_event()
+            ts = self.next_speed_change()
+            if ts <= at and ts < tn:  # a machine's speed changes: re-time its runs
+                self._complete(ts)
+                self.change_speeds(ts)
+                continue
             self._complete(min(at, tn))
             if tn > at:
                 break
@@ -444,6 +455,8 @@ class Simulation(Operations, Speculating):
         inst = self.cluster.nodes.instance
         running = t.in_state(RUNNING)
         done = self.usage.stop(t, end, running, self.cluster.nodes.speed)
+        if self.speed_changes is not None:
+            done = self.work_done(end, running)
         self.records.write_slots(c, t, running, UNFINISHED, np.nan, inst[t.node[running]],
                                  np.maximum(t.duration[running] - done, 0.0))
         nm_queued = self.nm.take(self) if self.nm is not None else t.in_state(NM_QUEUED)

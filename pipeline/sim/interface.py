@@ -79,6 +79,7 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
+from pipeline.sim.contention import run_share
 from pipeline.sim.tasks import OPPORTUNISTIC
 
 EMPTY = np.zeros(0, dtype=np.int64)
@@ -331,12 +332,10 @@ class RunningView(_TaskColumns):
         t, slots = self._t, self._slots
         duration = t.duration[slots]
         before = t.work0[slots] if t.extras_on else 0.0  # paused runs
-        start, end = self.start_s, t.run_end[slots]
-        known = np.isfinite(end) & (end > start)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(known, (self._at - start) / (end - start), 0.0)
-        by_speed = (self._at - start) * self._speed[self.node]
-        done = before + np.where(known, share * (duration - before), by_speed)
+        share = run_share(t, slots, self._at)
+        by_speed = (self._at - self.start_s) * self._speed[self.node]
+        done = before + np.where(np.isnan(share), by_speed,
+                                 np.nan_to_num(share) * (duration - before))
         return readonly(np.clip(done / duration, 0.0, 1.0))
 
 

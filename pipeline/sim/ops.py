@@ -264,7 +264,10 @@ class Operations:
             return
         t, n = self.tasks, self.cluster.nodes
         node = t.node[slots]
+        changed = self.work_done(at, slots) if self.speed_changes is not None else None
         done = self.release_runs(at, slots)
+        if changed is not None:
+            done = changed
         if requeue:  # a killed task keeps its last run as start_s..end_s instead
             lost = at - t.start[slots] + (t.work0[slots] if t.extras_on else 0.0)
             t.wasted[slots] += lost
@@ -295,6 +298,12 @@ class Operations:
         """Work ``slots`` still had to do at ``at`` (s on a speed-1.0 machine; all of it if
         not running)."""
         t = self.tasks
+        if self.speed_changes is not None:
+            running = t.state[slots] == RUNNING
+            done = np.zeros(len(slots))
+            done[running] = self.work_done(at, slots[running])
+            return np.maximum(t.duration[slots] - np.where(
+                running, done, t.work0[slots]), 0.0)
         running = t.state[slots] == RUNNING
         done = np.where(running, (at - t.start[slots]) * self.cluster.nodes.speed[
             np.maximum(t.node[slots], 0)], 0.0)

@@ -275,7 +275,7 @@ class Speculating:
         t.wasted[orig] += at - t.start[orig]
         (t.evictions if evicted else t.preemptions)[orig] += 1
         t.spec[orig, S_WON] = 1.0  # (the copy's run so far is the task's run from now on)
-        for name in ("node", "start", "locality", "used", "run_end"):
+        for name in ("node", "start", "locality", "used", "run_end", "seg_t", "seg_share"):
             arr = getattr(t, name)
             arr[orig] = arr[copies]
         t.read[orig] += t.read[copies]

@@ -69,12 +69,15 @@ _TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float | np.ndarray]] = {
     # the task's speculation figures (SPEC_NAMES), and when a running copy will end
     "twin": (np.int64, (), -1), "spec": (np.float64, (6,), SPEC_DEFAULT),
     "spec_end": (np.float64, (), np.nan),
+    # a run's last speed change (pipeline.sim.contention): when, and the share of the run
+    # done then (a seg_t not after the run's start belongs to an earlier run: ignored)
+    "seg_t": (np.float64, (), np.nan), "seg_share": (np.float64, (), 0.0),
 }
 # Fields only opportunistic containers and usage profiles need: allocated (at full capacity)
 # when a replay first needs them (``TaskTable.enable_extras``), empty until then, so a replay
 # without either carries none of them.
 LAZY_FIELDS = frozenset({"extra", "useg_lo", "useg_hi", "useg_cur", "work0", "run_seq",
-                         "nmq_since", "twin", "spec", "spec_end"})
+                         "nmq_since", "twin", "spec", "spec_end", "seg_t", "seg_share"})
 # Columns of ``extra``, copied into the record of a TRACKED task (zeros for the others; a
 # free slot's row is all zeros): float32 (counts are whole numbers; seconds and usage
 # integrals need no more than 7 significant digits).  ``used_measured``: the usage integral

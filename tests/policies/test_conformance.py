@@ -363,7 +363,8 @@ SPEC_RULES = ("hadoop", "late", "mrv2")
 @given(case=small_trace())
 def test_speculation_invariants(name: str, rule: str, case: dict,
                                 tmp_path_factory: pytest.TempPathFactory) -> None:
-    """With a speculation rule over the policy, on a cluster with slow machines: every task
+    """With a speculation rule over the policy, on a cluster with slow machines and contention
+    that comes and goes (runs re-timed in flight, copies too): every task
     accounted for once, at most one winner per task and only where a copy ran, capacity
     never exceeded by the tasks' own runs, deterministic."""
     root = tmp_path_factory.mktemp("spec")
@@ -372,7 +373,8 @@ def test_speculation_invariants(name: str, rule: str, case: dict,
 
     def run(out: Path) -> dict:
         return replay(trace, name, params, 7, out, cluster="fixed",
-                      cluster_options={"slow_fraction": 0.5, "slow_factor": 4.0},
+                      cluster_options={"slow_fraction": 0.5, "slow_factor": 4.0,
+                                       "contention_share": 0.3, "contention_mean_s": 20.0},
                       sched_interval_s=case["interval"], horizon_s=case["horizon"]).run
 
     result = run(root / "a")

@@ -80,3 +80,28 @@ def test_elastic_nodes_can_be_slowed_but_have_no_platform(trace: Path, tmp_path:
     with pytest.raises(UsageError, match="fixed cluster only"):
         replay(trace, "yarn-uniform", {}, 0, tmp_path / "e2", cluster="elastic",
                cluster_options={"platform_speed": "old=0.5"})
+
+
+def test_contention_that_comes_and_goes_stretches_runs_the_same_way_for_every_policy(
+        trace: Path, tmp_path: Path) -> None:
+    options = {"contention_share": 0.5, "contention_factor": 2.0, "contention_mean_s": 50.0}
+    replay(trace, "yarn-uniform", {}, 1, tmp_path / "a", cluster_options=options)
+    times = _runtimes(tmp_path / "a")
+    assert all(100.0 - 1e-9 <= t <= 200.0 + 1e-9 for t in times.values())
+    assert len({round(t, 6) for t in times.values()}) > 2  # machines contended differently
+    replay(trace, "container-packing", {}, 1, tmp_path / "b", cluster_options=options)
+    assert _runtimes(tmp_path / "b") == pytest.approx(times)
+    replay(trace, "yarn-uniform", {}, 2, tmp_path / "c", cluster_options=options)
+    assert _runtimes(tmp_path / "c") != pytest.approx(times)
+    replay(trace, "yarn-uniform", {}, 1, tmp_path / "d")
+    assert set(_runtimes(tmp_path / "d").values()) == {100.0}
+
+
+@pytest.mark.parametrize(("option", "value"), [("contention_share", 1.0),
+                                               ("contention_share", -0.1),
+                                               ("contention_factor", 0.5),
+                                               ("contention_mean_s", 0.0)])
+def test_bad_contention_options_are_refused(trace: Path, tmp_path: Path, option: str,
+                                            value: float) -> None:
+    with pytest.raises(UsageError, match=option):
+        replay(trace, "yarn-uniform", {}, 0, tmp_path / "x", cluster_options={option: value})

@@ -245,3 +245,34 @@ def test_progress_is_the_share_of_the_run_gone_reading_included() -> None:
     recs, _ = replay(nodes([1.0, 1.0]), Scripted(script, [5.5]), b, sched_interval_s=0.0)
     end = 9.0 + 128.0 / 96.0
     assert recs[0]["end"] == pytest.approx(end) and seen == [pytest.approx(5.5 / end)]
+
+
+def test_a_machine_slowed_for_a_while_stretches_what_is_left_of_its_runs() -> None:
+    """100 s of work; the machine runs at half speed from 20 s to 60 s: 20 s of work done by
+    20 s, 20 more by 60 s, the last 60 at full speed: it ends at 120 s; at 40 s it has done
+    30 % of its work."""
+    from pipeline.sim.contention import SpeedChanges
+
+    seen: list[float] = []
+
+    def script(view: SchedView) -> None:
+        if view.now == 40.0:
+            seen.append(float(view.running.progress[0]))
+
+    chunks: list[RecordChunk] = []
+    changes = SpeedChanges(np.array([20.0, 60.0]), np.array([0, 0]), np.array([0.5, 1.0]))
+    sim = Simulation(nodes([1.0]), Scripted(script, [40.0]), [batch([0], [100])],
+                     chunks.append, options=SimOptions(horizon_s=None), speed_changes=changes)
+    sim.run()
+    assert chunks[0].end[0] == pytest.approx(120.0) and seen == [pytest.approx(0.3)]
+
+
+def test_a_run_still_going_at_the_horizon_reports_the_work_left_after_slowdowns() -> None:
+    from pipeline.sim.contention import SpeedChanges
+
+    chunks: list[RecordChunk] = []
+    changes = SpeedChanges(np.array([20.0]), np.array([0]), np.array([0.5]))
+    sim = Simulation(nodes([1.0]), Scripted(lambda v: None, []), [batch([0], [100])],
+                     chunks.append, options=SimOptions(horizon_s=60.0), speed_changes=changes)
+    sim.run()
+    assert chunks[0].remaining[0] == pytest.approx(100 - 20 - 20)
