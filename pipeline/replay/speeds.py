@@ -20,8 +20,9 @@ it (cluster options):
   exponential, contended ones ``contention_mean_s`` long on average and normal ones long
   enough that a machine spends ``contention_share`` of its time contended (a two-state
   Markov process, started in its steady state).  Drawn over the trace's window from the
-  run's seed (the same periods for every policy); the core re-times the runs in flight
-  at each change (:mod:`pipeline.sim.contention`).
+  run's seed (the same periods for every policy); a period still open at the window's end
+  ends there (a drained replay runs on at normal speeds).  The core re-times the runs in
+  flight at each change (:mod:`pipeline.sim.contention`).
 """
 
 from __future__ import annotations
@@ -106,6 +107,8 @@ def contention_changes(spec: ClusterSpec, speed: np.ndarray, seed: int, until_s:
                 break
             on = not on
             times.append(t), nodes.append(i), speeds.append(slow if on else base)
+        if on:  # beyond the window (a drained replay) the machine runs at its own speed
+            times.append(float(until_s)), nodes.append(i), speeds.append(base)
     order = np.lexsort((np.asarray(nodes), np.asarray(times)))
     return (np.asarray(times)[order], np.asarray(nodes, dtype=np.int64)[order],
             np.asarray(speeds)[order])

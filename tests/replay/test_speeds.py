@@ -105,3 +105,19 @@ def test_bad_contention_options_are_refused(trace: Path, tmp_path: Path, option:
                                             value: float) -> None:
     with pytest.raises(UsageError, match=option):
         replay(trace, "yarn-uniform", {}, 0, tmp_path / "x", cluster_options={option: value})
+
+
+def test_contention_periods_end_at_the_window_end() -> None:
+    """A drained replay runs on past the window at the machines' own speeds."""
+    import numpy as np
+
+    from pipeline.replay.speeds import contention_changes
+    from pipeline.sim.cluster import ClusterSpec
+
+    spec = ClusterSpec(contention_share=0.9, contention_factor=2.0, contention_mean_s=50.0)
+    times, nodes, speeds = contention_changes(spec, np.array([1.0, 0.5, 2.0]), 7, 300.0)
+    assert (np.diff(times) >= 0).all() and times.max() <= 300.0
+    for node, base in enumerate([1.0, 0.5, 2.0]):
+        mine = speeds[nodes == node]
+        assert set(mine.tolist()) <= {base, base / 2.0} and mine[-1] == base
+    assert contention_changes(ClusterSpec(), np.ones(3), 7, 300.0) is None
