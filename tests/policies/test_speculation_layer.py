@@ -301,3 +301,14 @@ def test_replay_copies_the_slow_machines_tasks(tmp_path: Path, rule: str) -> Non
     slow = runs.filter(pl.col("machine_id") == "m0")
     assert slow["spec_won"].sum() > 0  # a copy on a fast machine beats the slow original
     assert slow["end_s"].max() < 800.0  # the slow machine alone would take 800 s
+
+
+def test_a_run_records_only_the_parameters_its_rule_reads() -> None:
+    from pipeline.policies import policy_class, resolve_params
+
+    cls = policy_class("yarn-uniform")
+    assert set(resolve_params(cls, {"spec": "hadoop"})) == {
+        "spec", "spec_interval_s", "spec_reduce_phases", "spec_gap", "spec_lag_s"}
+    # another rule's key (a sweep grid over several rules) is left out of this one's
+    assert "spec_gap" not in resolve_params(cls, {"spec": "mrv2", "spec_gap": 0.3})
+    assert resolve_params(cls, {"spec": "none"}) == {"spec": "none"}

@@ -76,6 +76,20 @@ SPEC_PARAMS: dict[str, Param] = {
 }
 
 
+# The parameters each rule reads (a run records only these: another rule's keys, given in a
+# sweep grid over several rules, are ignored for this one).
+RULE_KEYS: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "hadoop": ("spec_interval_s", "spec_reduce_phases", "spec_gap", "spec_lag_s"),
+    "late": ("spec_interval_s", "spec_reduce_phases", "spec_lag_s", "spec_speculative_cap",
+             "spec_thresholds", "spec_slow_node_pct", "spec_slow_task_pct",
+             "spec_slow_node_threshold", "spec_slow_task_threshold"),
+    "mrv2": ("spec_reduce_phases", "spec_retry_after_no_speculate_ms",
+             "spec_retry_after_speculate_ms", "spec_minimum_allowed_tasks",
+             "spec_cap_total_tasks", "spec_cap_running_tasks"),
+}
+
+
 def _is_spec(key: str) -> bool:
     return key == PREFIX or key.startswith(PREFIX + "_")
 
@@ -103,4 +117,4 @@ def resolve(policy: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     except UsageError as err:
         raise UsageError(f"policy '{policy}' {err.reason}") from None
     out["spec_reduce_phases"] = ",".join(f"{x:g}" for x in phases)
-    return out
+    return {k: v for k, v in out.items() if k == PREFIX or k in RULE_KEYS[out[PREFIX]]}
