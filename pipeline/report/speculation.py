@@ -56,12 +56,13 @@ def rule_name(rule: str | None) -> str:
 
 
 def varying_settings(settings: Sequence[str | None]) -> list[str]:
-    """Each run's ``spec_*`` settings cut to those that differ between the runs (the rest
-    are the same for all, defaults mostly): "defaults" where none differ."""
+    """Each run's ``spec_*`` settings cut to those that differ between the runs that have
+    them (the rest are the same for all, defaults mostly): "defaults" where none differ."""
     parsed = [dict(kv.split("=", 1) for kv in re.split(r",(?=spec_)", text) if "=" in kv)
               if text else {} for text in settings]
     keys = sorted(set().union(*parsed)) if parsed else []
-    vary = [k for k in keys if len({p.get(k) for p in parsed}) > 1]
+    # (a key only some runs have belongs to their rule: it varies if those runs differ)
+    vary = [k for k in keys if len({p[k] for p in parsed if k in p}) > 1]
     return [", ".join(f"{k}={p[k]}" for k in vary if k in p) or "defaults" for p in parsed]
 
 

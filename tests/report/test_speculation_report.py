@@ -131,6 +131,10 @@ def test_settings_shown_are_those_that_differ_between_runs() -> None:
                              f"spec_gap=0.2,{phases},spec_thresholds=stddev"]) == [
         "spec_thresholds=percentile", "spec_thresholds=stddev"]
     assert varying_settings(["spec_gap=0.2", "spec_gap=0.2"]) == ["defaults"] * 2
+    # each rule records its own keys: only keys that differ where present are shown
+    assert varying_settings(["spec_gap=0.2", "spec_thresholds=percentile",
+                             "spec_thresholds=stddev"]) == [
+        "defaults", "spec_thresholds=percentile", "spec_thresholds=stddev"]
 
 
 def test_the_assumptions_state_slow_machines() -> None:
