@@ -228,8 +228,15 @@ class Operations:
         """The runs of running ``slots`` end at ``at``: their node gets its resources back
         (guaranteed or opportunistic allocation), their usage integral is settled, their
         completion goes stale.  Returns each one's work done (s at speed 1.0)."""
+        done = self.usage.stop(self.tasks, at, slots, self.cluster.nodes.speed)
+        self.free_runs(slots, np.full(len(slots), at))
+        return done
+
+    def free_runs(self: Simulation, slots: np.ndarray, at: np.ndarray) -> None:
+        """The node side of runs ``slots`` ending at times ``at``: allocation (guaranteed or
+        opportunistic), usage and container counts given back, a node left empty idle from
+        its last run's end, the runs' heap entries stale."""
         t, n = self.tasks, self.cluster.nodes
-        done = self.usage.stop(t, at, slots, n.speed)
         node = t.node[slots]
         opp = (t.flags[slots] & OPPORTUNISTIC) != 0
         used = np.where(np.isnan(t.used[slots]), t.req[slots, :2], t.used[slots])
@@ -238,16 +245,17 @@ class Operations:
             np.subtract.at(n.oalloc, node[opp], t.req[slots[opp]])
         np.subtract.at(n.used, node, used)
         np.subtract.at(n.ncont, node, 1)
-        empty = np.unique(node[n.ncont[node] == 0])
+        gone = n.ncont[node] == 0
+        empty = np.unique(node[gone])
         n.alloc[empty] = 0.0
         n.oalloc[empty] = 0.0
         n.used[empty] = 0.0
-        n.idle_since[empty] = at
+        n.idle_since[empty] = -np.inf
+        np.maximum.at(n.idle_since, node[gone], at[gone])
         n.dirty[node] = True
         t.epoch[slots] += 1  # their heap entries go stale
         self.events += len(slots)
         self.needs_decision = True
-        return done
 
     def _stop(self: Simulation, at: float, slots: np.ndarray, requeue: bool,
               evicted: bool = False, outcome: int = KILLED, reason: str = "") -> None:

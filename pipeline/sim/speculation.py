@@ -231,26 +231,12 @@ class Speculating:
 
     def release_at(self: Simulation, slots: np.ndarray, at: np.ndarray) -> None:
         """The runs of ``slots`` end at times ``at``: :meth:`release_runs` with a time per
-        run (speculation never runs beside opportunistic containers)."""
-        t, n = self.tasks, self.cluster.nodes
-        if t.extras_on:  # usage integrals of tasks with measured usage over time
+        run (the usage integral settled one by one, only for tasks with measured usage)."""
+        t = self.tasks
+        if t.extras_on:
             for i in np.flatnonzero(t.extra[slots, X_MEASURED] > 0).tolist():
-                self.usage.stop(t, float(at[i]), slots[i:i + 1], n.speed)
-        node = t.node[slots]
-        used = np.where(np.isnan(t.used[slots]), t.req[slots, :2], t.used[slots])
-        np.subtract.at(n.alloc, node, t.req[slots])
-        np.subtract.at(n.used, node, used)
-        np.subtract.at(n.ncont, node, 1)
-        gone = n.ncont[node] == 0
-        empty = np.unique(node[gone])
-        n.alloc[empty] = 0.0
-        n.used[empty] = 0.0
-        n.idle_since[empty] = -np.inf
-        np.maximum.at(n.idle_since, node[gone], at[gone])
-        n.dirty[node] = True
-        t.epoch[slots] += 1
-        self.events += len(slots)
-        self.needs_decision = True
+                self.usage.stop(t, float(at[i]), slots[i:i + 1], self.cluster.nodes.speed)
+        self.free_runs(slots, at)
 
     def _drop_copies(self: Simulation, at: float, copies: np.ndarray) -> None:
         """Copies ``copies`` stop at ``at`` without winning: their run time is lost."""

@@ -22,48 +22,25 @@ from typing import Any
 import numpy as np
 
 from pipeline.policies.base import PolicyBase
+from pipeline.policies.layered import Layered
 from pipeline.policies.opportunistic.loadmonitor import LoadMonitor
 from pipeline.policies.opportunistic.types import ContainerTypes
-from pipeline.policies.settings import Setting, parameter_settings
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 from pipeline.sim.nodemanager import NMOptions
 
 EMPTY = np.zeros(0, dtype=np.int64)
 
 
-class Opportunistic:
-    """``inner`` with opportunistic containers; ``opp`` holds the resolved ``opp_*`` values."""
+class Opportunistic(Layered):
+    """``inner`` with opportunistic containers; ``opp`` holds the resolved ``opp_*`` values
+    (the pass-throughs to ``inner``: :class:`pipeline.policies.layered.Layered`)."""
 
     def __init__(self, inner: PolicyBase, opp: dict[str, Any]) -> None:
-        self.inner = inner
-        self.opp = dict(opp)
-        self.name = inner.name
+        super().__init__(inner, opp)
+        self.opp = self.layer_params
         self.needs_running = inner.needs_running
         self.types_: ContainerTypes | None = None
         self.monitor_: LoadMonitor | None = None
-
-    # -- what the replay asks of any policy ---------------------------------------------
-    def get_params(self) -> dict[str, Any]:
-        return {**self.inner.get_params(), **self.opp}
-
-    def effective_settings(self, given: set[str]) -> dict[str, Setting]:
-        return {**self.inner.effective_settings(given),
-                **parameter_settings(self.opp, given)}
-
-    def heartbeat_interval(self) -> float | None:
-        return self.inner.heartbeat_interval()
-
-    def run_metrics(self) -> dict[str, tuple[float | None, str]]:
-        return self.inner.run_metrics()
-
-    def run_timings(self) -> dict[str, float | None]:
-        return self.inner.run_timings()
-
-    def assigned_queues(self, user: np.ndarray, queue: np.ndarray) -> Any:
-        return self.inner.assigned_queues(user, queue)
-
-    def queue_rows(self, total: np.ndarray) -> Any:
-        return self.inner.queue_rows(total)
 
     def nm_options(self) -> NMOptions:
         o = self.opp

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pipeline.policies.base import PolicyBase
-from pipeline.policies.settings import Setting, parameter_settings
+from pipeline.policies.layered import Layered
 from pipeline.policies.speculation.hadoop import HadoopRule
 from pipeline.policies.speculation.late import LateRule
 from pipeline.policies.speculation.mrv2 import Mrv2Rule
@@ -55,42 +55,19 @@ def make_rule(spec: dict[str, Any]) -> Rule:
     raise ValueError(f"no speculation rule {s['spec']!r}")
 
 
-class Speculation:
-    """``inner`` with speculative copies; ``spec`` holds the resolved ``spec_*`` values."""
+class Speculation(Layered):
+    """``inner`` with speculative copies; ``spec`` holds the resolved ``spec_*`` values
+    (the pass-throughs to ``inner``: :class:`pipeline.policies.layered.Layered`)."""
 
     needs_running: ClassVar[bool] = True
     needs_job_stats: ClassVar[bool] = True
 
     def __init__(self, inner: PolicyBase, spec: dict[str, Any]) -> None:
-        self.inner = inner
-        self.spec = dict(spec)
-        self.name = inner.name
+        super().__init__(inner, spec)
+        self.spec = self.layer_params
         self.rule_: Rule | None = None
         self.phases_ = (0.5, 0.25, 0.25)
         self.next_look_s_ = -math.inf
-
-    # -- what the replay asks of any policy ---------------------------------------------
-    def get_params(self) -> dict[str, Any]:
-        return {**self.inner.get_params(), **self.spec}
-
-    def effective_settings(self, given: set[str]) -> dict[str, Setting]:
-        return {**self.inner.effective_settings(given),
-                **parameter_settings(self.spec, given)}
-
-    def heartbeat_interval(self) -> float | None:
-        return self.inner.heartbeat_interval()
-
-    def run_metrics(self) -> dict[str, tuple[float | None, str]]:
-        return self.inner.run_metrics()
-
-    def run_timings(self) -> dict[str, float | None]:
-        return self.inner.run_timings()
-
-    def assigned_queues(self, user: np.ndarray, queue: np.ndarray) -> Any:
-        return self.inner.assigned_queues(user, queue)
-
-    def queue_rows(self, total: np.ndarray) -> Any:
-        return self.inner.queue_rows(total)
 
     # -- the scheduling -----------------------------------------------------------------
     def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
