@@ -273,8 +273,19 @@ def bench(
     set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE",
                                                    help="Policy or cluster option; repeatable.")
                     ] = None,
+    scale: Annotated[str | None, typer.Option(
+        help="Task counts, e.g. 1e6,5e6,40e6: run each through workload, replay and load, "
+             "each stage in its own process, and print one JSON line per stage (tasks/s, "
+             "peak RSS).")] = None,
 ) -> None:
     """Time the replay core on a generated workload; print one JSON line."""
+    if scale is not None:
+        from pipeline.bench.scale import parse_counts, scale_bench
+
+        for record in scale_bench(parse_counts(scale), policy, machines, seed,
+                                  parse_settings(set_), cluster):
+            typer.echo(json.dumps(record))
+        return
     from pipeline.bench.run import bench as run_bench
 
     typer.echo(json.dumps(run_bench(policy, machines, tasks, seed, parse_settings(set_),

@@ -10,7 +10,7 @@ the two) -- 70% by default.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,25 +47,36 @@ def write_trace(directory: Path, machines: Sequence[dict[str, Any]] | pa.Table,
     ``window_end_s``: the observation window's end stated in the manifest (from 0); without
     it the manifest states none and replays take the tasks' own span.
     """
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
     task_table = _table(tasks, TASKS, "tasks")
     task_table = task_table.take(pa.array(np.argsort(
         task_table["submit_s"].to_numpy(), kind="stable")))
     if jobs is None:
         seen = dict.fromkeys(task_table["job_id"].to_pylist())
         jobs = [{"job_id": j, "user": "u0", "submit_s": 0.0} for j in seen]
+    return write_trace_parts(directory, machines, [task_table], jobs, units, part_rows,
+                             window_end_s)
+
+
+def write_trace_parts(directory: Path, machines: Sequence[dict[str, Any]] | pa.Table,
+                      tasks: Iterable[pa.Table], jobs: Sequence[dict[str, Any]] | pa.Table,
+                      units: dict[str, str] | None = None, part_rows: int = 4_000_000,
+                      window_end_s: float | None = None) -> Path:
+    """:func:`write_trace` for tasks that come as tables already in submit order, written
+    as they come (memory: one table at a time)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
     write_table(directory, "machines", _table(machines, MACHINES, "machines"))
     write_table(directory, "jobs", _table(jobs, JOBS, "jobs"))
     writer = PartWriter(directory, "tasks", part_rows=part_rows)
-    writer.write(task_table)
+    for table in tasks:
+        writer.write(_table(table, TASKS, "tasks"))
     writer.close()
     manifest = Manifest(source_format="synthetic", units=dict(units or UNITS),
                         time_origin="0 = workload start", created_by="pipeline.bench")
     if window_end_s is not None:
         manifest.window_start_s, manifest.window_end_s = 0.0, float(window_end_s)
         manifest.window_source = "stated when the workload was written"
-    manifest.rows = {"machines": len(machines), "jobs": len(jobs), "tasks": len(task_table)}
+    manifest.rows = {"machines": len(machines), "jobs": len(jobs), "tasks": writer.rows}
     manifest.write(directory)
     return directory
 
@@ -77,29 +88,63 @@ def _ids(prefix: str, values: np.ndarray) -> pl.Series:
 
 
 def synthetic_workload(directory: Path, machines: int = 12_500, tasks: int = 1_000_000,
-                       seed: int = 0, load: float = 0.7, users: int = 50) -> Path:
-    """Write a synthetic canonical trace of ``machines`` nodes and ``tasks`` tasks."""
+                       seed: int = 0, load: float = 0.7, users: int = 50,
+                       chunk_tasks: int = 1 << 20) -> Path:
+    """Write a synthetic canonical trace of ``machines`` nodes and ``tasks`` tasks.
+
+    Tasks are drawn and written a chunk of jobs at a time (about ``chunk_tasks`` tasks, each
+    chunk from its own seeded generator), so writing 40 M tasks takes the memory of one
+    chunk: a first pass over the chunks sums the work to set the arrival span, a second
+    draws them again and writes them in submit order (tasks of a chunk that arrive after
+    the next chunk's first job wait for it, then the two are sorted together).
+    """
     rng = np.random.default_rng(seed)
     big = rng.random(machines) < 0.3
     m_cpu = np.where(big, 32.0, 16.0)
     m_mem = np.where(big, 128.0, 64.0)
-    cpu = rng.choice([0.5, 1.0, 2.0, 4.0], size=tasks, p=[0.3, 0.4, 0.2, 0.1])
-    mem = cpu * rng.choice([2.0, 4.0], size=tasks)
-    duration = np.clip(rng.lognormal(np.log(120.0), 0.8, size=tasks), 1.0, 1200.0).round(1)
-    demand = max(np.sum(cpu * duration) / m_cpu.sum(), np.sum(mem * duration) / m_mem.sum())
-    span = demand / load  # seconds over which the tasks must arrive for this load
-    job_of = np.sort(rng.integers(0, max(tasks // 40, 1), size=tasks))
-    n_jobs = int(job_of.max()) + 1
-    job_submit = np.sort(rng.random(n_jobs)) * span
-    submit = (job_submit[job_of] + rng.exponential(5.0, size=tasks)).round(3)
-    order = np.argsort(submit, kind="stable")
-    task_frame = pl.DataFrame({
-        "task_id": _ids("t", np.arange(tasks)), "job_id": _ids("j", job_of[order]),
-        "submit_s": submit[order], "duration_s": duration[order], "cpu": cpu[order],
-        "mem": mem[order], "gpu": np.zeros(tasks),
-        "cpu_used": (cpu * rng.uniform(0.3, 0.9, size=tasks))[order],
-        "mem_used": (mem * rng.uniform(0.4, 0.9, size=tasks))[order],
-    })
+    n_jobs = max(tasks // 40, 1)
+    per_job = rng.multinomial(tasks, np.full(n_jobs, 1.0 / n_jobs))
+    job_user = rng.integers(0, users, size=n_jobs)
+    job_queue = rng.integers(0, 4, size=n_jobs)
+    unit_submit = np.sort(rng.random(n_jobs))
+    ends = np.searchsorted(np.cumsum(per_job), np.arange(chunk_tasks, tasks, chunk_tasks),
+                           side="left")
+    bounds = np.unique(np.r_[0, ends + 1, n_jobs].clip(0, n_jobs))
+    first_task = np.r_[0, np.cumsum(per_job)]
+    chunks = list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+    work = np.zeros(2)
+    for c, (j0, j1) in enumerate(chunks):
+        cpu, mem, duration = _task_shapes(np.random.default_rng([seed, c]),
+                                          int(first_task[j1] - first_task[j0]))
+        work += (np.sum(cpu * duration), np.sum(mem * duration))
+    span = max(work[0] / m_cpu.sum(), work[1] / m_mem.sum()) / load
+    job_submit = unit_submit * span
+
+    def task_tables() -> Iterator[pa.Table]:
+        carry: pl.DataFrame | None = None
+        for c, (j0, j1) in enumerate(chunks):
+            crng = np.random.default_rng([seed, c])
+            n = int(first_task[j1] - first_task[j0])
+            cpu, mem, duration = _task_shapes(crng, n)
+            job = np.repeat(np.arange(j0, j1), per_job[j0:j1])
+            frame = pl.DataFrame({
+                "task_id": _ids("t", np.arange(first_task[j0], first_task[j1])),
+                "job_id": _ids("j", job),
+                "submit_s": (job_submit[job] + crng.exponential(5.0, size=n)).round(3),
+                "duration_s": duration, "cpu": cpu, "mem": mem, "gpu": np.zeros(n),
+                "cpu_used": cpu * crng.uniform(0.3, 0.9, size=n),
+                "mem_used": mem * crng.uniform(0.4, 0.9, size=n),
+            })
+            if carry is not None:
+                frame = pl.concat([carry, frame])
+            frame = frame.sort("submit_s", maintain_order=True)
+            later = job_submit[j1] if j1 < n_jobs else np.inf
+            cut = int(np.searchsorted(frame["submit_s"].to_numpy(), later, side="left"))
+            carry = frame.slice(cut)
+            yield frame.slice(0, cut).to_arrow()
+        if carry is not None and carry.height:
+            yield carry.to_arrow()
+
     machine_frame = pl.DataFrame({
         "machine_id": _ids("m", np.arange(machines)),
         "cpu": m_cpu, "mem": m_mem, "gpu": np.zeros(machines),
@@ -107,10 +152,16 @@ def synthetic_workload(directory: Path, machines: int = 12_500, tasks: int = 1_0
         "speed": np.ones(machines), "added_s": np.zeros(machines),
     })
     job_frame = pl.DataFrame({
-        "job_id": _ids("j", np.arange(n_jobs)),
-        "user": _ids("u", rng.integers(0, users, size=n_jobs)),
-        "queue": _ids("q", rng.integers(0, 4, size=n_jobs)),
-        "submit_s": job_submit,
+        "job_id": _ids("j", np.arange(n_jobs)), "user": _ids("u", job_user),
+        "queue": _ids("q", job_queue), "submit_s": job_submit,
     })
-    return write_trace(directory, machine_frame.to_arrow(), task_frame.to_arrow(),
-                       job_frame.to_arrow(), part_rows=1 << 20)
+    return write_trace_parts(directory, machine_frame.to_arrow(), task_tables(),
+                             job_frame.to_arrow(), part_rows=1 << 20)
+
+
+def _task_shapes(rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
+    """``n`` tasks' cpu, memory and duration (lognormal, median 120 s, 1 s to 20 min)."""
+    cpu = rng.choice([0.5, 1.0, 2.0, 4.0], size=n, p=[0.3, 0.4, 0.2, 0.1])
+    mem = cpu * rng.choice([2.0, 4.0], size=n)
+    duration = np.clip(rng.lognormal(np.log(120.0), 0.8, size=n), 1.0, 1200.0).round(1)
+    return cpu, mem, duration
