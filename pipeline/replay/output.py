@@ -89,8 +89,19 @@ class RecordStore:
             if with_spec and "spec" not in part:
                 part["spec"] = np.tile(SPEC_DEFAULT, (len(part["row"]), 1))
         data = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        order = np.argsort(data["row"], kind="stable")
-        return {k: v[order] for k, v in data.items()}
+        # one record per row: placing each at its row is a sort in O(n); a row recorded
+        # twice leaves another missing, which ``rows`` refuses
+        at = data["row"] - b * self.bucket_rows
+        size = int(at.max()) + 1 if len(at) else 0
+        if len(at) != size:
+            raise RuntimeError(f"records of trace rows from {b * self.bucket_rows} are not "
+                               f"one per row ({len(at)} records for {size} rows)")
+        placed = {}
+        for k, v in data.items():
+            placed[k] = (np.full(size, -1, dtype=v.dtype) if k == "row"
+                         else np.empty((size, *v.shape[1:]), dtype=v.dtype))
+            placed[k][at] = v
+        return placed
 
     def rows(self, lo: int, hi: int) -> dict[str, np.ndarray]:
         """Records of trace rows ``lo:hi`` (exactly one per row), in row order."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import graphlib
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +25,10 @@ STAGING_DIR = SQL_DIR / "staging"
 REPORTS_DIR = SQL_DIR / "reports"
 CHECKS_DIR = SQL_DIR / "checks"
 CHECK_ROWS_SHOWN = 5
+# DuckDB's memory limit (its own default is 80% of RAM): loads, checks and reports on traces
+# of tens of millions of tasks spill to ``<warehouse>.tmp`` beyond it instead of growing.
+MEMORY_ENV = "TRACEREPLAY_DB_MEMORY"
+DEFAULT_MEMORY = "2GB"
 DUCKDB_MAGIC = b"DUCK"
 
 
@@ -37,7 +42,8 @@ def connect(db: Path, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyCon
     if not read_only:
         make_parents(db)
     try:
-        con = duckdb.connect(str(db), read_only=read_only)
+        con = duckdb.connect(str(db), read_only=read_only, config={
+            "memory_limit": os.environ.get(MEMORY_ENV) or DEFAULT_MEMORY})
     except duckdb.Error as exc:
         raise TraceError(f"cannot open the warehouse: {describe_error(exc)}", db) from exc
     try:
