@@ -63,36 +63,46 @@ def _ratio(numerator: float, denominator: float) -> float | None:
     return numerator / denominator if denominator > 0 else None
 
 
+def allocated(task_runs: pl.DataFrame, resource: str, end_s: float,
+              start_s: float = -math.inf) -> float:
+    """Requested ``resource`` x the time each task held it inside the window."""
+    return float(task_runs.select(
+        (pl.col(resource) * task_busy_s(end_s, start_s)).sum()).item() or 0.0)
+
+
 def util_alloc(task_runs: pl.DataFrame, node_intervals: pl.DataFrame, resource: str,
                end_s: float, start_s: float = -math.inf) -> float | None:
     """Allocated / provisioned ``resource``, time-weighted over the window."""
-    alloc = task_runs.select(
-        (pl.col(resource) * task_busy_s(end_s, start_s)).sum()).item() or 0.0
-    return _ratio(float(alloc), provisioned(node_intervals, resource, start_s, end_s))
+    return _ratio(allocated(task_runs, resource, end_s, start_s),
+                  provisioned(node_intervals, resource, start_s, end_s))
+
+
+def used_work(task_runs: pl.DataFrame, resource: str, end_s: float,
+              start_s: float = -math.inf) -> tuple[float, int]:
+    """Measured usage x time of the tasks whose usage is known, and how many they are.
+
+    Replays that write ``used_<resource>_s`` (the integral of each task's measured usage over
+    its run time, which with over-allocation differs from a mean usage times the time it
+    held its request) are measured by it; older run directories by the mean
+    ``<resource>_used`` times the time each task held its request.
+    """
+    integral = f"used_{resource}_s"
+    if integral in task_runs.columns:
+        known, value = pl.col(integral).is_not_null(), pl.col(integral)
+    else:
+        mean = f"{resource}_used"
+        known, value = pl.col(mean).is_not_null(), pl.col(mean) * task_busy_s(end_s, start_s)
+    used, count = task_runs.select(value.filter(known).sum().alias("used"),
+                                   known.sum().alias("known")).row(0)
+    return float(used or 0.0), int(count or 0)
 
 
 def util_used(task_runs: pl.DataFrame, node_intervals: pl.DataFrame, resource: str,
               end_s: float, start_s: float = -math.inf) -> float | None:
-    """Measured usage / provisioned ``resource``; None when the trace measured no usage.
-
-    Replays that write ``used_<resource>_s`` (the integral of each task's measured usage over
-    its run time, which with over-allocation differs from a mean usage times the time it
-    held its request) are measured by it; older run directories by the mean ``<resource>_used``
-    times the time each task held its request.
-    """
-    integral = f"used_{resource}_s"
-    if integral in task_runs.columns:
-        known = task_runs.filter(pl.col(integral).is_not_null())
-        if known.height == 0:
-            return None
-        used = known.select(pl.col(integral).sum()).item() or 0.0
-        return _ratio(float(used), provisioned(node_intervals, resource, start_s, end_s))
-    col = f"{resource}_used"
-    known = task_runs.filter(pl.col(col).is_not_null())
-    if known.height == 0:
-        return None
-    used = known.select((pl.col(col) * task_busy_s(end_s, start_s)).sum()).item() or 0.0
-    return _ratio(float(used), provisioned(node_intervals, resource, start_s, end_s))
+    """Measured usage / provisioned ``resource`` (:func:`used_work`); None when the trace
+    measured no usage."""
+    used, known = used_work(task_runs, resource, end_s, start_s)
+    return _ratio(used, provisioned(node_intervals, resource, start_s, end_s)) if known else None
 
 
 def util_alloc_cpu(task_runs: pl.DataFrame, node_intervals: pl.DataFrame,

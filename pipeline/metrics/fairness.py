@@ -38,20 +38,40 @@ at the midpoints of ``MAX_EVALUATIONS`` equal slices of [first event, end] (midp
 which keeps the cost bounded (each evaluation is O(n log n) in the active users); on 1M-task
 benchmark runs 10,000 and 200,000 slices agreed to 2e-5.  Capacity is pooled: a task that
 would fit in the cluster's total free room but on no single node counts as held back.
+
+Memory is bounded by users, nodes and evaluation points, not by the number of tasks:
+``task_runs`` may be a LazyFrame (a scan of ``task_runs.parquet``) and is streamed, in
+batches of ``batch_rows`` rows.  A streaming group-by finds the users; a pass over the event
+times collects the distinct ones, stopping once there are more than ``max_evaluations``;
+then each evaluation point's per-user demand and allocation are running sums of per-point
+differences that every task adds to (see :mod:`.fairness_scan`), one block of points at a
+time (``block_bytes``: one more pass over the tasks per block, which only many users need).
+What is held is about ``block_bytes`` plus a few batches and the streaming engine's
+read-ahead (some 100-300 MB), whatever the number of tasks.  Exact runs of at most
+``SCAN_ROWS`` tasks are instead replayed event by event, as before the streamed computation;
+both ways give the same state at each point (up to the order of float additions) and share
+one evaluation routine.
 """
 
 from __future__ import annotations
 
-from itertools import pairwise
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
 import polars as pl
 
-from pipeline.metrics.fairness_scan import weighted_jain
+from pipeline.metrics.fairness_scan import block_jain, cumulate, scatter, weighted_jain
 
 RESOURCES = ("cpu", "mem", "gpu")
 MAX_EVALUATIONS = 10_000
+BATCH_ROWS = 200_000  # task rows read at a time
+# Per-point running sums held at a time: 64 bytes per user and point, so 50 users take all
+# 10,000 points in one pass over the tasks, 900 users (Google 2011) five passes.
+BLOCK_BYTES = 128 * 2**20
+SCAN_ROWS = 1_000_000  # exact runs up to this many tasks are replayed event by event
+
+Frame = pl.DataFrame | pl.LazyFrame
 
 
 class FairnessIndices(NamedTuple):
@@ -71,16 +91,24 @@ class _Events(NamedTuple):
     task_req: np.ndarray
     task_ran: np.ndarray
     node_cap: np.ndarray
+
+
+class _Survey(NamedTuple):
+    """What one streaming pass over the tasks tells before any evaluation."""
+
+    tasks: pl.LazyFrame  # as :func:`_tasks`, ``u`` a user number 0 .. n_users - 1
+    n_rows: int
     n_users: int
+    first_ready: float | None
 
 
-def _tasks(task_runs: pl.DataFrame, end_s: float) -> pl.DataFrame:
-    """Tasks that became ready: user code, requests, and ready <= start <= end (clipped to
-    ``end_s``; a task holds only while it demands, so its events come in that order)."""
+def _tasks(task_runs: pl.LazyFrame, end_s: float) -> pl.LazyFrame:
+    """Tasks that became ready: user (a string), requests, and ready <= start <= end
+    (clipped to ``end_s``; a task holds only while it demands, so its events come in that
+    order)."""
     start = pl.col("start_s").fill_nan(None)
     return task_runs.filter(pl.col("ready_s").fill_nan(None).is_not_null()).select(
-        pl.col("user").cast(pl.String).fill_null("").cast(pl.Categorical).to_physical()
-        .alias("u"),
+        pl.col("user").cast(pl.String).fill_null("").alias("u"),
         pl.min_horizontal("ready_s", start).clip(upper_bound=end_s),
         start.clip(upper_bound=end_s),
         pl.max_horizontal(pl.col("end_s").fill_nan(None).fill_null(end_s), start, "ready_s")
@@ -98,18 +126,39 @@ def _nodes(node_intervals: pl.DataFrame, end_s: float) -> pl.DataFrame:
     ).filter(pl.col("ready_s") < pl.col("down_s"))
 
 
-def _dense(codes: np.ndarray) -> np.ndarray:
-    """Category codes renumbered 0..n-1 in order (codes may have gaps)."""
-    if len(codes) == 0:
-        return codes.astype(np.int64)
-    present = np.zeros(int(codes.max()) + 1, np.int64)
-    present[codes] = 1
-    return (np.cumsum(present) - 1)[codes]
+def _survey(task_runs: pl.LazyFrame, end_s: float) -> _Survey:
+    """Users (numbered in name order), row count and first ready time, streamed: memory
+    bounded by the users."""
+    tasks = _tasks(task_runs, end_s)
+    users = tasks.group_by("u").agg(pl.len().alias("n"), pl.col("ready_s").min()).sort(
+        "u").collect(engine="streaming")
+    names = users["u"].to_list()
+    numbered = tasks.with_columns(pl.col("u").cast(pl.Enum(names)).to_physical())
+    return _Survey(numbered, int(users["n"].sum()), len(names), users["ready_s"].min())
 
 
-def _events(task_runs: pl.DataFrame, node_intervals: pl.DataFrame, end_s: float) -> _Events:
+def _batches(tasks: pl.LazyFrame, batch_rows: int) -> Iterator[pl.DataFrame]:
+    """The tasks, ``batch_rows`` rows at a time (the streaming engine reads no further)."""
+    yield from tasks.collect_batches(chunk_size=batch_rows, engine="streaming")
+
+
+def _distinct_times(tasks: pl.LazyFrame, nodes: pl.DataFrame, limit: int,
+                    batch_rows: int) -> np.ndarray | None:
+    """The distinct event times in order, or None as soon as there are more than ``limit``
+    (so at most ``limit`` times and one batch are ever held)."""
+    seen = np.unique(np.r_[nodes["ready_s"].to_numpy(), nodes["down_s"].to_numpy()])
+    if len(seen) > limit:
+        return None
+    for batch in _batches(tasks.select("ready_s", "start_s", "end_s"), batch_rows):
+        times = np.concatenate([batch[c].to_numpy() for c in batch.columns])
+        seen = np.union1d(seen, times[~np.isnan(times)])  # a start is NaN if it never ran
+        if len(seen) > limit:
+            return None
+    return seen
+
+
+def _events(t: pl.DataFrame, n: pl.DataFrame) -> _Events:
     """The five event streams up to ``end_s``, each sorted by time (stable)."""
-    t, n = _tasks(task_runs, end_s), _nodes(node_intervals, end_s)
     start = t["start_s"].to_numpy()
     ran = ~np.isnan(start)
     rows = np.arange(t.height)
@@ -122,62 +171,101 @@ def _events(task_runs: pl.DataFrame, node_intervals: pl.DataFrame, end_s: float)
         times.append(time[order])
         refs.append(ref[order])
     bounds = np.cumsum([0] + [len(x) for x in times])
-    user = _dense(t["u"].to_numpy())
     return _Events(np.concatenate(times), np.concatenate(refs).astype(np.int64), bounds,
-                   user, np.ascontiguousarray(t.select(RESOURCES).to_numpy(), np.float64),
-                   ran, np.ascontiguousarray(n.select(RESOURCES).to_numpy(), np.float64),
-                   int(user.max()) + 1 if len(user) else 0)
+                   t["u"].to_numpy().astype(np.int64),
+                   np.ascontiguousarray(t.select(RESOURCES).to_numpy(), np.float64),
+                   ran, np.ascontiguousarray(n.select(RESOURCES).to_numpy(), np.float64))
 
 
-def _distinct(times: np.ndarray, bounds: np.ndarray, limit: int) -> np.ndarray | None:
-    """The distinct event times in order, or None when there are more than ``limit``."""
-    parts = []
-    for lo, hi in pairwise(bounds):
-        part = times[lo:hi]
-        part = part[np.r_[True, part[1:] != part[:-1]]] if len(part) else part
-        if len(part) > limit:
-            return None
-        parts.append(part)
-    union = np.unique(np.concatenate(parts))
-    return union if len(union) <= limit else None
+def _scan_sums(survey: _Survey, nodes: pl.DataFrame, at: np.ndarray,
+               weight: np.ndarray) -> np.ndarray:
+    """Weighted Jain sums by replaying every event in order (materializes the tasks)."""
+    ev = _events(survey.tasks.collect(), nodes)
+    return weighted_jain(ev.times, ev.refs, ev.bounds, ev.task_user, ev.task_req, ev.task_ran,
+                         ev.node_cap, survey.n_users, at, weight)
 
 
-def _evaluation_times(ev: _Events, end_s: float,
-                      max_evaluations: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where J(t) is evaluated and the seconds each evaluation stands for: every distinct
-    event time (exact), or the midpoints of ``max_evaluations`` equal slices."""
-    distinct = _distinct(ev.times, ev.bounds, max_evaluations)
-    if distinct is not None:
-        distinct = distinct[distinct < end_s]
-        return distinct, np.diff(np.r_[distinct, end_s])
-    first = min(ev.times[lo] for lo, hi in pairwise(ev.bounds) if hi > lo)
-    step = (end_s - first) / max_evaluations
-    return first + step * (np.arange(max_evaluations) + 0.5), np.full(max_evaluations, step)
+def _requests(frame: pl.DataFrame) -> np.ndarray:
+    return np.ascontiguousarray(frame.select(RESOURCES).to_numpy(), np.float64)
 
 
-def fairness_indices(task_runs: pl.DataFrame, node_intervals: pl.DataFrame, end_s: float,
-                     max_evaluations: int = MAX_EVALUATIONS) -> FairnessIndices:
-    """``jain_fairness`` and ``jain_equal_share`` of a run (see the module docstring)."""
-    if task_runs.height == 0 or node_intervals.height == 0:
+def _slice_sums(survey: _Survey, nodes: pl.DataFrame, at: np.ndarray, weight: np.ndarray,
+                batch_rows: int, block_bytes: int) -> np.ndarray:
+    """Weighted Jain sums from per-point running sums, the tasks streamed once per block of
+    evaluation points.  An event at time t counts from the first point at or after t, as in
+    the scan (which applies every event at or before a point)."""
+    n_users, n_res = survey.n_users, len(RESOURCES)
+    per_point = 2 * n_users * (n_res + 1) * 8 + (n_res + 1) * 8
+    block = max(1, block_bytes // per_point)
+    node_lo = np.searchsorted(at, nodes["ready_s"].to_numpy())
+    node_hi = np.searchsorted(at, nodes["down_s"].to_numpy())
+    node_group = np.zeros(nodes.height, np.int64)
+    carries = [(np.zeros((g, n_res)), np.zeros(g, np.int64)) for g in (n_users, n_users, 1)]
+    sums = np.zeros(4)
+    for b0 in range(0, len(at), block):
+        n = min(block, len(at) - b0)
+        demand, alloc = np.zeros((n, n_users, n_res)), np.zeros((n, n_users, n_res))
+        n_demand, n_running = np.zeros((n, n_users), np.int64), np.zeros((n, n_users), np.int64)
+        cap, n_up = np.zeros((n, 1, n_res)), np.zeros((n, 1), np.int64)
+        scatter(node_lo, node_hi, node_group, _requests(nodes), b0, cap, n_up)
+        for batch in _batches(survey.tasks, batch_rows):
+            user = batch["u"].to_numpy().astype(np.int64)
+            req = _requests(batch)
+            ready = np.searchsorted(at, batch["ready_s"].to_numpy())
+            end = np.searchsorted(at, batch["end_s"].to_numpy())
+            start_s = batch["start_s"].to_numpy()
+            start = np.where(np.isnan(start_s), end, np.searchsorted(at, start_s))
+            scatter(ready, end, user, req, b0, demand, n_demand)
+            scatter(start, end, user, req, b0, alloc, n_running)
+        for (diff, count), carry in zip(((demand, n_demand), (alloc, n_running), (cap, n_up)),
+                                        carries, strict=True):
+            cumulate(diff, count, *carry)
+        block_jain(demand, alloc, n_demand, cap, weight[b0:b0 + n], sums)
+    return sums
+
+
+def fairness_indices(task_runs: Frame, node_intervals: Frame, end_s: float,
+                     max_evaluations: int = MAX_EVALUATIONS, batch_rows: int = BATCH_ROWS,
+                     block_bytes: int = BLOCK_BYTES,
+                     scan_rows: int = SCAN_ROWS) -> FairnessIndices:
+    """``jain_fairness`` and ``jain_equal_share`` of a run (see the module docstring).
+
+    ``task_runs`` may be lazy (it is streamed, never collected whole unless the run is exact
+    and has at most ``scan_rows`` tasks); ``batch_rows``, ``block_bytes`` and ``scan_rows``
+    change how it is computed, not the result (beyond float rounding).
+    """
+    end_s = float(end_s)
+    if isinstance(node_intervals, pl.LazyFrame):
+        node_intervals = node_intervals.collect()
+    if node_intervals.height == 0:
         return FairnessIndices(None, None)
-    ev = _events(task_runs, node_intervals, float(end_s))
-    if ev.n_users == 0:
+    survey = _survey(task_runs.lazy(), end_s)
+    if survey.n_rows == 0:
         return FairnessIndices(None, None)
-    at, weight = _evaluation_times(ev, float(end_s), max_evaluations)
-    sums = weighted_jain(ev.times, ev.refs, ev.bounds, ev.task_user, ev.task_req, ev.task_ran,
-                         ev.node_cap, ev.n_users, at, weight)
+    nodes = _nodes(node_intervals, end_s)
+    distinct = _distinct_times(survey.tasks, nodes, max_evaluations, batch_rows)
+    if distinct is not None:  # exact: every piece between events, weighted by its length
+        at = distinct[distinct < end_s]
+        weight = np.diff(np.r_[at, end_s])
+    else:  # midpoints of equal slices of [first event, end]
+        first = min(survey.first_ready, nodes["ready_s"].min() if nodes.height else np.inf)
+        step = (end_s - first) / max_evaluations
+        at = first + step * (np.arange(max_evaluations) + 0.5)
+        weight = np.full(max_evaluations, step)
+    if distinct is not None and survey.n_rows <= scan_rows:
+        sums = _scan_sums(survey, nodes, at, weight)
+    else:
+        sums = _slice_sums(survey, nodes, at, weight, batch_rows, block_bytes)
     fair = float(sums[0] / sums[1]) if sums[1] > 0 else None
     equal = float(sums[2] / sums[3]) if sums[3] > 0 else None
     return FairnessIndices(fair, equal)
 
 
-def jain_fairness(task_runs: pl.DataFrame, node_intervals: pl.DataFrame,
-                  end_s: float) -> float | None:
+def jain_fairness(task_runs: Frame, node_intervals: Frame, end_s: float) -> float | None:
     """Time-weighted Jain index of users' allocations over their DRF fair shares."""
     return fairness_indices(task_runs, node_intervals, end_s).jain_fairness
 
 
-def jain_equal_share(task_runs: pl.DataFrame, node_intervals: pl.DataFrame,
-                     end_s: float) -> float | None:
+def jain_equal_share(task_runs: Frame, node_intervals: Frame, end_s: float) -> float | None:
     """Time-weighted Jain index of active users' dominant shares (equal entitlement)."""
     return fairness_indices(task_runs, node_intervals, end_s).jain_equal_share

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.metrics.tasks import quantile
+from pipeline.metrics.tasks import column_total, quantile
 
 OPP_COLUMNS = ("opportunistic", "opp_starts", "opp_kills", "opp_pauses", "opp_shed",
                "opp_queue_s", "opp_wasted_s")
@@ -28,27 +28,38 @@ def has_opportunistic_columns(task_runs: pl.DataFrame) -> bool:
     return all(c in task_runs.columns for c in OPP_COLUMNS)
 
 
+def switched_on(has_columns: bool, said: bool | None, active: int) -> bool:
+    """The rule of a layer's metrics (this module's; speculation's too): defined when the
+    run's records have the layer's columns and the run's parameters ``said`` it was on or,
+    when they do not say, some task was ``active`` in it."""
+    return has_columns and said is not False and (bool(said) or active > 0)
+
+
+def opp_active(task_runs: pl.DataFrame) -> int:
+    """Tasks that show opportunistic activity (a start, a shed or an opportunistic last run)."""
+    active = (pl.col("opp_starts").fill_null(0) > 0) | (pl.col("opp_shed").fill_null(0) > 0) | (
+        pl.col("opportunistic").fill_null(False))
+    return int(task_runs.select(active.sum()).item() or 0)
+
+
 def layer_on(task_runs: pl.DataFrame, opportunistic: bool | None = None) -> bool:
     """Whether the run used the opportunistic layer (see the module's rule).
 
     ``opportunistic``: what the run's parameters say (any ``opp_*`` key), when known.
     """
-    if not has_opportunistic_columns(task_runs) or opportunistic is False:
-        return False
-    if opportunistic:
-        return True
-    active = (pl.col("opp_starts").fill_null(0) > 0) | (pl.col("opp_shed").fill_null(0) > 0) | (
-        pl.col("opportunistic").fill_null(False))
-    return bool(task_runs.select(active.any()).item())
+    has = has_opportunistic_columns(task_runs)
+    return switched_on(has, opportunistic,
+                       opp_active(task_runs) if has and opportunistic is None else 0)
 
 
-def _total(task_runs: pl.DataFrame, column: str) -> float:
-    return float(task_runs.select(pl.col(column).fill_null(0).sum()).item() or 0)
+def touched() -> pl.Expr:
+    """Tasks that ever started an opportunistic container (their jobs are not guaranteed)."""
+    return (pl.col("opp_starts").fill_null(0) > 0) | pl.col("opportunistic").fill_null(False)
 
 
 def opp_count(task_runs: pl.DataFrame, column: str, on: bool) -> float | None:
     """The sum of a per-task count or time (``opp_starts``, ``opp_kills``, ...), None if off."""
-    return _total(task_runs, column) if on else None
+    return column_total(task_runs, column) if on else None
 
 
 def opp_finished(task_runs: pl.DataFrame, on: bool) -> int | None:
@@ -72,9 +83,12 @@ def opp_queue_quantile_s(task_runs: pl.DataFrame, q: float, on: bool) -> float |
 
 def guaranteed_jobs(task_runs: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
     """``jobs`` (``job_id``, ``jct_s``) none of whose tasks ever started opportunistic."""
-    touched = task_runs.filter((pl.col("opp_starts").fill_null(0) > 0)
-                               | pl.col("opportunistic").fill_null(False))
-    return jobs.join(touched.select("job_id").unique(), on="job_id", how="anti")
+    return without(jobs, task_runs.filter(touched()).select("job_id").unique())
+
+
+def without(jobs: pl.DataFrame, touched_jobs: pl.DataFrame) -> pl.DataFrame:
+    """``jobs`` but the ones in ``touched_jobs`` (``job_id``)."""
+    return jobs.join(touched_jobs, on="job_id", how="anti")
 
 
 def jct_guaranteed_quantile_s(task_runs: pl.DataFrame, jobs: pl.DataFrame, q: float,

@@ -31,6 +31,8 @@ from typing import Any
 import polars as pl
 
 from pipeline.metrics.cluster import task_busy_s
+from pipeline.metrics.opportunistic import switched_on
+from pipeline.metrics.tasks import column_total
 
 SPEC_COLUMNS = ("spec_copies", "spec_won", "spec_machine_id", "spec_start_s", "spec_run_s",
                 "spec_wasted_s")
@@ -53,25 +55,24 @@ def has_speculation_columns(task_runs: pl.DataFrame) -> bool:
     return all(c in task_runs.columns for c in METRIC_COLUMNS)
 
 
+def spec_active(task_runs: pl.DataFrame) -> int:
+    """Tasks that had a speculative copy."""
+    return int(task_runs.select((pl.col("spec_copies").fill_null(0) > 0).sum()).item() or 0)
+
+
 def speculation_on(task_runs: pl.DataFrame, speculation: bool | None = None) -> bool:
     """Whether the run used speculative execution (see the module's rule).
 
     ``speculation``: what the run's parameters say (:func:`spec_rule` is not None), when known.
     """
-    if not has_speculation_columns(task_runs) or speculation is False:
-        return False
-    if speculation:
-        return True
-    return bool(task_runs.select((pl.col("spec_copies").fill_null(0) > 0).any()).item())
-
-
-def _total(task_runs: pl.DataFrame, column: str) -> float:
-    return float(task_runs.select(pl.col(column).fill_null(0).sum()).item() or 0)
+    has = has_speculation_columns(task_runs)
+    return switched_on(has, speculation,
+                       spec_active(task_runs) if has and speculation is None else 0)
 
 
 def spec_launched(task_runs: pl.DataFrame, on: bool) -> int | None:
     """Speculative copies launched, all tasks (sum of ``spec_copies``); None if off."""
-    return int(_total(task_runs, "spec_copies")) if on else None
+    return int(column_total(task_runs, "spec_copies")) if on else None
 
 
 def spec_won(task_runs: pl.DataFrame, on: bool) -> int | None:
@@ -83,12 +84,12 @@ def spec_won(task_runs: pl.DataFrame, on: bool) -> int | None:
 
 def spec_wasted_task_s(task_runs: pl.DataFrame, on: bool) -> float | None:
     """Run time of the attempts that lost to their twin (sum of ``spec_wasted_s``)."""
-    return _total(task_runs, "spec_wasted_s") if on else None
+    return column_total(task_runs, "spec_wasted_s") if on else None
 
 
 def spec_run_task_s(task_runs: pl.DataFrame, on: bool) -> float | None:
     """Run time of every speculative copy (sum of ``spec_run_s``); None if off."""
-    return _total(task_runs, "spec_run_s") if on else None
+    return column_total(task_runs, "spec_run_s") if on else None
 
 
 def own_run_task_s(task_runs: pl.DataFrame, end_s: float, start_s: float = -math.inf
@@ -103,5 +104,10 @@ def spec_extra_pct(task_runs: pl.DataFrame, on: bool, end_s: float,
     ran."""
     if not on:
         return None
-    own = own_run_task_s(task_runs, end_s, start_s)
-    return 100.0 * _total(task_runs, "spec_run_s") / own if own > 0 else None
+    return extra_pct(column_total(task_runs, "spec_run_s"),
+                     own_run_task_s(task_runs, end_s, start_s))
+
+
+def extra_pct(copies_s: float, own_s: float) -> float | None:
+    """The copies' run time as a percent of the tasks' own; None when no task ran."""
+    return 100.0 * copies_s / own_s if own_s > 0 else None

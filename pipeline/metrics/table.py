@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
+from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from pipeline.metrics import cluster as c
@@ -22,21 +24,34 @@ from pipeline.metrics import opportunistic as o
 from pipeline.metrics import speculation as s
 from pipeline.metrics import tasks as t
 from pipeline.metrics.fairness import FairnessIndices, fairness_indices
+from pipeline.metrics.scan import Kept, ScanResult, TaskScan, Total
+
+# the task_runs columns the metrics read (the layers' only when the run has the layer)
+TASK_COLUMNS = ["job_id", "submit_s", "ready_s", "first_start_s", "start_s", "end_s",
+                "outcome", "locality", "cpu", "mem", "cpu_used", "mem_used", "preemptions",
+                "evictions", "wasted_s", "remaining_s", "censored", "read_rack_mb",
+                "read_core_mb", "used_cpu_s", "used_mem_s"]
+OUTCOME_COUNTS = ("finished", "unschedulable", "unfinished", "killed")
+LOCALITY_LEVELS = ("node", "rack", "any")
 
 
 @dataclass
 class RunFrames:
-    """A run's two tables and its measurement window, with intermediate frames computed once.
+    """A run's two tables and its measurement window, with what the metrics need gathered
+    once: one batched pass over ``task_runs`` (:mod:`.scan`) for the totals, the values
+    quantiles need and the job partials, and the fairness indices.
 
-    ``[start_s, end_s]`` is the measurement window: the trace's observation window, or the
-    whole run when it drained past it.  ``opportunistic``: whether the run's parameters
-    turned opportunistic containers on (any ``opp_*`` key), None when not known (then the
-    task records tell: :func:`pipeline.metrics.opportunistic.layer_on`).  ``speculation``:
-    the same for speculative execution (the ``spec`` parameter names a rule;
+    ``task_runs``: the run's ``task_runs.parquet`` (read in batches: memory does not grow
+    with the run's length) or a DataFrame.  ``[start_s, end_s]`` is the measurement window:
+    the trace's observation window, or the whole run when it drained past it.
+    ``opportunistic``: whether the run's parameters turned opportunistic containers on (any
+    ``opp_*`` key), None when not known (then the task records tell:
+    :func:`pipeline.metrics.opportunistic.layer_on`).  ``speculation``: the same for
+    speculative execution (the ``spec`` parameter names a rule;
     :func:`pipeline.metrics.speculation.speculation_on`).
     """
 
-    task_runs: pl.DataFrame
+    task_runs: pl.DataFrame | Path
     node_intervals: pl.DataFrame
     end_s: float
     start_s: float = 0.0
@@ -44,124 +59,209 @@ class RunFrames:
     speculation: bool | None = None
 
     @cached_property
+    def scan(self) -> TaskScan:
+        return TaskScan(self.task_runs)
+
+    @cached_property
+    def has_opp(self) -> bool:
+        return all(col in self.scan.columns for col in o.OPP_COLUMNS) and (
+            self.opportunistic is not False)
+
+    @cached_property
+    def has_spec(self) -> bool:
+        return all(col in self.scan.columns for col in s.METRIC_COLUMNS) and (
+            self.speculation is not False)
+
+    @cached_property
+    def gathered(self) -> ScanResult:
+        """The one pass over ``task_runs``."""
+        end, start = self.end_s, self.start_s
+        totals: dict[str, Total] = {
+            **{f"outcome_{name}": partial(t.outcome_count, outcome=name)
+               for name in OUTCOME_COUNTS},
+            "dependency_blocked": partial(t.tasks_dependency_blocked, end_s=end),
+            "backlog_tasks": t.backlog_tasks, "backlog_task_s": t.backlog_task_s,
+            "tasks_censored": t.tasks_censored, "preemptions": t.preemptions,
+            "tasks_preempted": t.tasks_preempted, "evictions": t.evictions,
+            "wasted_task_s": t.wasted_task_s, "with_inputs": t.with_inputs,
+            **{f"locality_{level}": partial(t.locality_count, level=level)
+               for level in LOCALITY_LEVELS},
+            **{col: partial(t.data_read_mb, column=col)
+               for col in ("read_rack_mb", "read_core_mb")},
+            **{f"alloc_{r}": partial(c.allocated, resource=r, end_s=end, start_s=start)
+               for r in ("cpu", "mem")},
+            **{f"used_{r}": partial(c.used_work, resource=r, end_s=end, start_s=start)
+               for r in ("cpu", "mem")},
+        }
+        kept: dict[str, Kept] = {
+            "wait_s": lambda b: t.task_wait(b)["wait_s"],
+            "preemptions": lambda b: t.preemptions_per_task(b)["preemptions"]}
+        columns = list(TASK_COLUMNS)
+        if self.has_opp:
+            columns += o.OPP_COLUMNS
+            totals.update({"opp_active": o.opp_active,
+                           "opp_finished": partial(o.opp_finished, on=True),
+                           **{col: partial(t.column_total, column=col)
+                              for col in ("opp_starts", "opp_kills", "opp_pauses",
+                                          "opp_shed", "opp_wasted_s")}})
+            kept["opp_queue_s"] = lambda b: o.opp_queue_times(b)["opp_queue_s"]
+        if self.has_spec:
+            columns += s.METRIC_COLUMNS
+            totals.update({"spec_active": s.spec_active,
+                           "spec_won": partial(s.spec_won, on=True),
+                           "own_run_s": partial(s.own_run_task_s, end_s=end, start_s=start),
+                           **{col: partial(t.column_total, column=col)
+                              for col in ("spec_copies", "spec_run_s", "spec_wasted_s")}})
+        return self.scan.run(columns, totals, kept, o.touched() if self.has_opp else None)
+
+    def total(self, name: str) -> float:
+        return float(np.sum(self.gathered.totals[name]))
+
+    def kept(self, name: str) -> pl.DataFrame:
+        """Kept values as a one-column frame (for :func:`pipeline.metrics.tasks.quantile`)."""
+        return pl.DataFrame({name: self.gathered.kept.get(name, np.zeros(0))},
+                            schema={name: pl.Float64})
+
+    @cached_property
     def jobs(self) -> pl.DataFrame:
-        return t.job_completion_time(self.task_runs)
-
-    @cached_property
-    def waits(self) -> pl.DataFrame:
-        return t.task_wait(self.task_runs)
-
-    @cached_property
-    def preempted(self) -> pl.DataFrame:
-        return t.preemptions_per_task(self.task_runs)
+        """Per job whose tasks all finished: ``job_id``, ``jct_s`` (as
+        :func:`pipeline.metrics.tasks.job_completion_time`)."""
+        return self.gathered.jobs.filter(pl.col("done")).select(
+            "job_id", (pl.col("end_s") - pl.col("submit_s")).alias("jct_s"))
 
     @cached_property
     def opp_on(self) -> bool:
-        return o.layer_on(self.task_runs, self.opportunistic)
+        return o.switched_on(self.has_opp, self.opportunistic,
+                             int(self.total("opp_active")) if self.has_opp else 0)
 
     @cached_property
     def spec_on(self) -> bool:
-        return s.speculation_on(self.task_runs, self.speculation)
+        return o.switched_on(self.has_spec, self.speculation,
+                             int(self.total("spec_active")) if self.has_spec else 0)
+
+    def used(self, resource: str) -> float | None:
+        """``util_used_<resource>`` (None when no task's usage is known)."""
+        used, known = self.gathered.totals[f"used_{resource}"]
+        provisioned = c.provisioned(self.node_intervals, resource, self.start_s, self.end_s)
+        return t.fraction(used, provisioned) if known else None
+
+    def alloc(self, resource: str) -> float | None:
+        provisioned = c.provisioned(self.node_intervals, resource, self.start_s, self.end_s)
+        return t.fraction(self.total(f"alloc_{resource}"), provisioned)
+
+    def data_read_gb(self, column: str) -> float | None:
+        if column not in self.scan.columns or not self.total("with_inputs"):
+            return None
+        return self.total(column) / 1024.0
+
+    def layer_total(self, name: str, on: bool) -> float | None:
+        return self.total(name) if on else None
 
     @cached_property
     def fairness(self) -> FairnessIndices:
-        return fairness_indices(self.task_runs, self.node_intervals, self.end_s)
+        return fairness_indices(self.scan.lazy(), self.node_intervals, self.end_s)
 
 
-def _cluster(fn: Callable[..., float | None], *args: str) -> Metric:
-    """A cluster metric of the node intervals (and tasks) over the measurement window."""
-    def metric(r: RunFrames) -> float | None:
-        if args:
-            return fn(r.task_runs, r.node_intervals, *args, r.end_s, r.start_s)
-        return fn(r.node_intervals, r.start_s, r.end_s)
-    return metric
+def _cluster(fn: Callable[..., float | None]) -> Metric:
+    """A cluster metric of the node intervals over the measurement window."""
+    return lambda r: fn(r.node_intervals, r.start_s, r.end_s)
 
 
 Metric = Callable[[RunFrames], float | int | None]
 
 
-def _q(frame: str, column: str, q: float) -> Metric:
-    return lambda r: t.quantile(getattr(r, frame), column, q)
+def _q(column: str, q: float) -> Metric:
+    return lambda r: t.quantile(r.kept(column), column, q)
 
 
-def _mean(frame: str, column: str) -> Metric:
-    """The mean of ``column`` of an intermediate frame; None when it is empty.  Values are
-    summed in sorted order: the frames come from group-bys, whose row order varies, and a
-    float sum in another order can differ in its last bits (runs must be byte-identical)."""
-    def metric(r: RunFrames) -> float | None:
-        rows = getattr(r, frame)
-        value = rows.select(pl.col(column).sort().mean()).item() if rows.height else None
-        return None if value is None else float(value)
-    return metric
+def _jct_q(q: float) -> Metric:
+    return lambda r: t.quantile(r.jobs, "jct_s", q)
 
 
-def _opp(column: str) -> Metric:
+def _jct_mean(r: RunFrames) -> float | None:
+    """The mean job completion time; None without finished jobs.  Values are summed in
+    sorted order: the job partials come from group-bys, whose row order varies, and a float
+    sum in another order can differ in its last bits (runs must be byte-identical)."""
+    value = r.jobs.select(pl.col("jct_s").sort().mean()).item() if r.jobs.height else None
+    return None if value is None else float(value)
+
+
+def _count(name: str) -> Metric:
+    return lambda r: r.total(name)
+
+
+def _opp(name: str) -> Metric:
     """The run's total of a per-task opportunistic column; None without the layer."""
-    return lambda r: o.opp_count(r.task_runs, column, r.opp_on)
+    return lambda r: r.layer_total(name, r.opp_on)
+
+
+def _spec(name: str) -> Metric:
+    return lambda r: r.layer_total(name, r.spec_on)
+
+
+def _guaranteed_q(q: float) -> Metric:
+    """Job completion time over the jobs that ran guaranteed only; None without the layer."""
+    def metric(r: RunFrames) -> float | None:
+        if not r.opp_on:
+            return None
+        return t.quantile(o.without(r.jobs, r.gathered.touched), "jct_s", q)
+    return metric
 
 
 # name -> (unit, function of the run's frames)
 METRICS: dict[str, tuple[str, Metric]] = {
     "node_hours": ("h", _cluster(c.node_hours)),
     "cost_usd": ("USD", _cluster(c.cost_usd)),
-    "util_alloc_cpu": ("fraction", _cluster(c.util_alloc, "cpu")),
-    "util_alloc_mem": ("fraction", _cluster(c.util_alloc, "mem")),
-    "util_used_cpu": ("fraction", _cluster(c.util_used, "cpu")),
-    "util_used_mem": ("fraction", _cluster(c.util_used, "mem")),
+    "util_alloc_cpu": ("fraction", lambda r: r.alloc("cpu")),
+    "util_alloc_mem": ("fraction", lambda r: r.alloc("mem")),
+    "util_used_cpu": ("fraction", lambda r: r.used("cpu")),
+    "util_used_mem": ("fraction", lambda r: r.used("mem")),
     "jain_fairness": ("index", lambda r: r.fairness.jain_fairness),
     "jain_equal_share": ("index", lambda r: r.fairness.jain_equal_share),
-    "locality_node": ("fraction", lambda r: t.locality_fraction(r.task_runs, "node")),
-    "locality_rack": ("fraction", lambda r: t.locality_fraction(r.task_runs, "rack")),
-    "locality_any": ("fraction", lambda r: t.locality_fraction(r.task_runs, "any")),
-    "data_read_rack_gb": ("GiB", lambda r: t.data_read_gb(r.task_runs, "read_rack_mb")),
-    "data_read_core_gb": ("GiB", lambda r: t.data_read_gb(r.task_runs, "read_core_mb")),
-    "jct_mean_s": ("s", _mean("jobs", "jct_s")),
-    "jct_p50_s": ("s", _q("jobs", "jct_s", 0.50)),
-    "jct_p95_s": ("s", _q("jobs", "jct_s", 0.95)),
-    "jct_p99_s": ("s", _q("jobs", "jct_s", 0.99)),
-    "wait_p50_s": ("s", _q("waits", "wait_s", 0.50)),
-    "wait_p95_s": ("s", _q("waits", "wait_s", 0.95)),
-    "tasks_finished": ("count", lambda r: t.outcome_count(r.task_runs, "finished")),
-    "tasks_unschedulable": ("count", lambda r: t.outcome_count(r.task_runs, "unschedulable")),
-    "tasks_unfinished": ("count", lambda r: t.outcome_count(r.task_runs, "unfinished")),
-    "tasks_killed": ("count", lambda r: t.outcome_count(r.task_runs, "killed")),
-    "tasks_dependency_blocked": ("count",
-                                 lambda r: t.tasks_dependency_blocked(r.task_runs, r.end_s)),
-    "backlog_tasks": ("count", lambda r: t.backlog_tasks(r.task_runs)),
-    "backlog_task_s": ("s", lambda r: t.backlog_task_s(r.task_runs)),
-    "tasks_censored": ("count", lambda r: t.tasks_censored(r.task_runs)),
-    "preemptions": ("count", lambda r: t.preemptions(r.task_runs)),
-    "tasks_preempted": ("count", lambda r: t.tasks_preempted(r.task_runs)),
-    "preemptions_per_task_p99": ("count", _q("preempted", "preemptions", 0.99)),
-    "preemptions_per_task_max": ("count", lambda r: t.quantile(r.preempted, "preemptions",
-                                                               1.0)),
-    "evictions": ("count", lambda r: t.evictions(r.task_runs)),
-    "wasted_task_s": ("s", lambda r: t.wasted_task_s(r.task_runs)),
+    **{f"locality_{level}": ("fraction", lambda r, level=level: t.fraction(
+        r.total(f"locality_{level}"), r.total("with_inputs"))) for level in LOCALITY_LEVELS},
+    "data_read_rack_gb": ("GiB", lambda r: r.data_read_gb("read_rack_mb")),
+    "data_read_core_gb": ("GiB", lambda r: r.data_read_gb("read_core_mb")),
+    "jct_mean_s": ("s", _jct_mean),
+    "jct_p50_s": ("s", _jct_q(0.50)),
+    "jct_p95_s": ("s", _jct_q(0.95)),
+    "jct_p99_s": ("s", _jct_q(0.99)),
+    "wait_p50_s": ("s", _q("wait_s", 0.50)),
+    "wait_p95_s": ("s", _q("wait_s", 0.95)),
+    **{f"tasks_{name}": ("count", _count(f"outcome_{name}")) for name in OUTCOME_COUNTS},
+    "tasks_dependency_blocked": ("count", _count("dependency_blocked")),
+    "backlog_tasks": ("count", _count("backlog_tasks")),
+    "backlog_task_s": ("s", _count("backlog_task_s")),
+    "tasks_censored": ("count", _count("tasks_censored")),
+    "preemptions": ("count", _count("preemptions")),
+    "tasks_preempted": ("count", _count("tasks_preempted")),
+    "preemptions_per_task_p99": ("count", _q("preemptions", 0.99)),
+    "preemptions_per_task_max": ("count", _q("preemptions", 1.0)),
+    "evictions": ("count", _count("evictions")),
+    "wasted_task_s": ("s", _count("wasted_task_s")),
     "opp_started": ("count", _opp("opp_starts")),
     "opp_killed": ("count", _opp("opp_kills")),
     "opp_paused": ("count", _opp("opp_pauses")),
     "opp_shed": ("count", _opp("opp_shed")),
-    "opp_finished": ("count", lambda r: o.opp_finished(r.task_runs, r.opp_on)),
+    "opp_finished": ("count", _opp("opp_finished")),
     "opp_wasted_task_s": ("s", _opp("opp_wasted_s")),
-    "opp_queue_p50_s": ("s", lambda r: o.opp_queue_quantile_s(r.task_runs, 0.50, r.opp_on)),
-    "opp_queue_p95_s": ("s", lambda r: o.opp_queue_quantile_s(r.task_runs, 0.95, r.opp_on)),
-    "jct_guaranteed_p50_s": ("s", lambda r: o.jct_guaranteed_quantile_s(
-        r.task_runs, r.jobs, 0.50, r.opp_on)),
-    "jct_guaranteed_p95_s": ("s", lambda r: o.jct_guaranteed_quantile_s(
-        r.task_runs, r.jobs, 0.95, r.opp_on)),
-    "spec_launched": ("count", lambda r: s.spec_launched(r.task_runs, r.spec_on)),
-    "spec_won": ("count", lambda r: s.spec_won(r.task_runs, r.spec_on)),
-    "spec_wasted_task_s": ("s", lambda r: s.spec_wasted_task_s(r.task_runs, r.spec_on)),
-    "spec_run_task_s": ("s", lambda r: s.spec_run_task_s(r.task_runs, r.spec_on)),
-    "spec_extra_pct": ("%", lambda r: s.spec_extra_pct(r.task_runs, r.spec_on, r.end_s,
-                                                       r.start_s)),
+    "opp_queue_p50_s": ("s", lambda r: _q("opp_queue_s", 0.50)(r) if r.opp_on else None),
+    "opp_queue_p95_s": ("s", lambda r: _q("opp_queue_s", 0.95)(r) if r.opp_on else None),
+    "jct_guaranteed_p50_s": ("s", _guaranteed_q(0.50)),
+    "jct_guaranteed_p95_s": ("s", _guaranteed_q(0.95)),
+    "spec_launched": ("count", _spec("spec_copies")),
+    "spec_won": ("count", _spec("spec_won")),
+    "spec_wasted_task_s": ("s", _spec("spec_wasted_s")),
+    "spec_run_task_s": ("s", _spec("spec_run_s")),
+    "spec_extra_pct": ("%", lambda r: s.extra_pct(r.total("spec_run_s"), r.total("own_run_s"))
+                       if r.spec_on else None),
 }
 
 METRICS_SCHEMA = {"run_id": pl.String, "metric": pl.String, "value": pl.Float64,
                   "unit": pl.String}
 
 
-def metrics_table(run_id: str, task_runs: pl.DataFrame, node_intervals: pl.DataFrame,
+def metrics_table(run_id: str, task_runs: pl.DataFrame | Path, node_intervals: pl.DataFrame,
                   end_s: float, start_s: float = 0.0, *,
                   opportunistic: bool | None = None,
                   speculation: bool | None = None) -> pl.DataFrame:

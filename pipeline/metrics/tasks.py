@@ -55,7 +55,13 @@ def wait_quantile_s(task_runs: pl.DataFrame, q: float) -> float | None:
     return quantile(task_wait(task_runs), "wait_s", q)
 
 
+def column_total(task_runs: pl.DataFrame, column: str) -> float:
+    """The sum of a per-task count or time column (nulls count 0)."""
+    return float(task_runs.select(pl.col(column).fill_null(0).sum()).item() or 0)
+
+
 def outcome_count(task_runs: pl.DataFrame, outcome: str) -> int:
+    """Tasks whose ``outcome`` is ``outcome``."""
     return int(task_runs.select((pl.col("outcome") == outcome).sum()).item() or 0)
 
 
@@ -82,21 +88,40 @@ def wasted_task_s(task_runs: pl.DataFrame) -> float:
     return float(task_runs.select(lost.sum()).item() or 0.0)
 
 
+def with_inputs(task_runs: pl.DataFrame) -> int:
+    """Started tasks with inputs (the ones with a locality level)."""
+    return int(task_runs.select(pl.col("locality").is_not_null().sum()).item() or 0)
+
+
+def locality_count(task_runs: pl.DataFrame, level: str) -> int:
+    """Started tasks with inputs that ran at locality ``level``."""
+    return int(task_runs.select((pl.col("locality") == level).sum()).item() or 0)
+
+
+def fraction(part: float, whole: float) -> float | None:
+    """``part / whole``, None when ``whole`` is 0."""
+    return part / whole if whole > 0 else None
+
+
 def locality_fraction(task_runs: pl.DataFrame, level: str) -> float | None:
     """Share of started tasks with inputs that ran at locality ``level``."""
-    with_inputs = task_runs.filter(pl.col("locality").is_not_null())
-    if with_inputs.height == 0:
-        return None
-    return float(with_inputs.select((pl.col("locality") == level).mean()).item())
+    return fraction(locality_count(task_runs, level), with_inputs(task_runs))
+
+
+def data_read_mb(task_runs: pl.DataFrame, column: str) -> float:
+    """MiB read by every attempt, through a rack switch (``read_rack_mb``) or across racks
+    (``read_core_mb``)."""
+    if column not in task_runs.columns:
+        return 0.0
+    return float(task_runs.select(pl.col(column).fill_null(0.0).sum()).item() or 0.0)
 
 
 def data_read_gb(task_runs: pl.DataFrame, column: str) -> float | None:
-    """GiB read by every attempt of the tasks with inputs, through a rack switch
-    (``read_rack_mb``) or across racks (``read_core_mb``); None when no task has inputs."""
-    if column not in task_runs.columns or task_runs.select(
-            pl.col("locality").is_not_null().any()).item() is not True:
+    """GiB read by every attempt of the tasks with inputs (:func:`data_read_mb`); None when
+    no task has inputs or the run does not record reads."""
+    if column not in task_runs.columns or not with_inputs(task_runs):
         return None
-    return float(task_runs.select(pl.col(column).fill_null(0.0).sum()).item() or 0.0) / 1024.0
+    return data_read_mb(task_runs, column) / 1024.0
 
 
 _NOT_DONE = pl.col("outcome").is_in(["unfinished", "preempted"])
