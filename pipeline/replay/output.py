@@ -11,7 +11,7 @@ written by pyarrow with a fixed layout, so the same run gives byte-identical fil
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipeline.replay.records import RecordStore
 from pipeline.sim.tasks import (
     EXTRA_NAMES,
     LOCALITIES,
-    N_EXTRA,
     OUTCOMES,
     S_COPIES,
     S_INSTANCE,
@@ -31,11 +31,9 @@ from pipeline.sim.tasks import (
     S_START,
     S_WASTED_S,
     S_WON,
-    SPEC_DEFAULT,
     X_MEASURED,
     X_OPP,
     X_USED_CPU_S,
-    RecordChunk,
 )
 
 TASK_RUNS = "task_runs.parquet"
@@ -44,82 +42,6 @@ METRICS = "metrics.parquet"
 RUN_JSON = "run.json"
 PROVENANCE_JSON = "provenance.json"
 QUEUES = "queues.parquet"
-BUCKET_ROWS = 1 << 20
-
-
-class RecordStore:
-    """The core's record sink: chunks split by ``row // bucket_rows`` into scratch files."""
-
-    def __init__(self, scratch: Path, bucket_rows: int = BUCKET_ROWS) -> None:
-        self.scratch = scratch
-        self.bucket_rows = bucket_rows
-        self._files: dict[int, list[Path]] = {}
-        self._cached: tuple[int, dict[str, np.ndarray]] | None = None
-
-    def write(self, chunk: RecordChunk) -> None:
-        """Store one chunk (raw ``.npy`` columns: scratch needs speed, not compactness; the
-        ``extra`` figures only when some task of the chunk has any)."""
-        cols = {name: getattr(chunk, name) for name in chunk.__dataclass_fields__}
-        del cols["kind"]  # (the trace has it: task_kind)
-        if not cols["extra"].any():
-            del cols["extra"]
-        if not cols["spec"][:, S_COPIES].any():
-            del cols["spec"]
-        bucket = chunk.row // self.bucket_rows
-        for b in np.unique(bucket).tolist():
-            sel = bucket == b
-            files = self._files.setdefault(b, [])
-            path = self.scratch / f"records-{b:06d}-{len(files):06d}.npz"
-            np.savez(path, **{k: v[sel] for k, v in cols.items()})
-            files.append(path)
-
-    def close(self) -> None:
-        """Nothing is held open (kept for symmetry with other sinks)."""
-
-    def bucket(self, b: int) -> dict[str, np.ndarray]:
-        """Bucket ``b``'s records as numpy columns sorted by row (empty if none)."""
-        files = self._files.get(b, [])
-        if not files:
-            return {"row": np.zeros(0, dtype=np.int64)}
-        parts = [dict(np.load(f)) for f in files]
-        with_spec = any("spec" in part for part in parts)  # (else none: not materialized)
-        for part in parts:
-            if "extra" not in part:
-                part["extra"] = np.zeros((len(part["row"]), N_EXTRA), dtype=np.float32)
-            if with_spec and "spec" not in part:
-                part["spec"] = np.tile(SPEC_DEFAULT, (len(part["row"]), 1))
-        data = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        # one record per row: placing each at its row is a sort in O(n); a row recorded
-        # twice leaves another missing, which ``rows`` refuses
-        at = data["row"] - b * self.bucket_rows
-        size = int(at.max()) + 1 if len(at) else 0
-        if len(at) != size:
-            raise RuntimeError(f"records of trace rows from {b * self.bucket_rows} are not "
-                               f"one per row ({len(at)} records for {size} rows)")
-        placed = {}
-        for k, v in data.items():
-            placed[k] = (np.full(size, -1, dtype=v.dtype) if k == "row"
-                         else np.empty((size, *v.shape[1:]), dtype=v.dtype))
-            placed[k][at] = v
-        return placed
-
-    def rows(self, lo: int, hi: int) -> dict[str, np.ndarray]:
-        """Records of trace rows ``lo:hi`` (exactly one per row), in row order."""
-        parts = []
-        for b in range(lo // self.bucket_rows, (hi - 1) // self.bucket_rows + 1):
-            if self._cached is None or self._cached[0] != b:
-                self._cached = (b, self.bucket(b))
-            data = self._cached[1]
-            base = b * self.bucket_rows
-            a, z = max(lo, base) - base, min(hi, base + self.bucket_rows) - base
-            rows = data["row"]
-            if len(rows) < z or not np.array_equal(rows[a:z], np.arange(a + base, z + base)):
-                raise RuntimeError(f"records of trace rows {lo}..{hi} are incomplete")
-            parts.append({k: v[a:z] for k, v in data.items()})
-        if any("spec" in p for p in parts):  # (a range across buckets with and without)
-            for p in parts:
-                p.setdefault("spec", np.tile(SPEC_DEFAULT, (len(p["row"]), 1)))
-        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def _dictionary(codes: np.ndarray, names: list[str] | tuple[str, ...]) -> pa.Array:
@@ -134,22 +56,40 @@ def _nullable(values: np.ndarray) -> pa.Array:
 
 
 def task_runs_batches(identities: Iterator[tuple[int, pa.Table]], store: RecordStore,
-                      machine_ids: list[str], job_user: np.ndarray, job_queue: np.ndarray,
-                      users: tuple[str, ...], queues: tuple[str, ...],
-                      run_id: str, end_s: float = np.inf) -> Iterator[pa.Table]:
-    """``task_runs`` in trace row order, one table per identity batch (``end_s``: when the
-    replay stopped, the end of runs still going then)."""
-    no_queue = np.array([q == "" for q in queues] or [True])
+                      machine_ids: list[str], job_user: np.ndarray,
+                      job_queues: Callable[[], tuple[np.ndarray, tuple[str, ...]]],
+                      users: tuple[str, ...], run_id: str,
+                      growing: bool = False) -> Iterator[pa.Table]:
+    """``task_runs`` in trace row order, one table per identity batch, each as soon as the
+    store holds its records (a task still running when the replay stopped waits for the
+    stop: its run's end is then the store's ``end_s``).
+
+    ``growing``: ``machine_ids`` grows while the replay runs (an elastic cluster's nodes);
+    a batch's machine names are then the ones up to the last its records name, so the
+    file does not depend on how far the replay had got when the batch was written.
+    ``job_queues``: each job's queue code and the queue names, asked for once the first
+    records are in (a policy with queues of its own knows them from its setup on)."""
+    job_queue: np.ndarray | None = None
     for offset, ident in identities:
         n = ident.num_rows
         rec = store.rows(offset, offset + n)
+        if job_queue is None:
+            job_queue, queues = job_queues()
+            no_queue = np.array([q == "" for q in queues] or [True])
+        running = np.isnan(rec["end"]) & ~np.isnan(rec["start"])
+        end_s = store.end_at_stop() if running.any() else np.inf
+        names = machine_ids
+        if growing:
+            used = max(int(rec["instance"].max(initial=-1)), int(rec["spec"][:, S_INSTANCE].max(
+                initial=-1)) if "spec" in rec else -1)
+            names = machine_ids[:used + 1]
         job = rec["job"]
         queue = np.where(no_queue[job_queue[job]], -1, job_queue[job])
         yield pa.table({
             "run_id": _dictionary(np.zeros(n, np.int32), [run_id]),
             "task_id": ident["task_id"], "job_id": ident["job_id"],
             "user": _dictionary(job_user[job], users), "queue": _dictionary(queue, queues),
-            "machine_id": _dictionary(rec["instance"], machine_ids),
+            "machine_id": _dictionary(rec["instance"], names),
             "submit_s": ident["submit_s"], "ready_s": _nullable(rec["ready"]),
             "first_start_s": _nullable(rec["first_start"]), "start_s": _nullable(rec["start"]),
             "end_s": _nullable(rec["end"]), "outcome": _dictionary(rec["outcome"], OUTCOMES),
@@ -161,7 +101,7 @@ def task_runs_batches(identities: Iterator[tuple[int, pa.Table]], store: RecordS
             "censored": pc.fill_null(pc.equal(ident["end_event"], "censored"), False),
             "read_rack_mb": rec["read"][:, 0], "read_core_mb": rec["read"][:, 1],
             **_extra_columns(rec, ident, end_s),
-            **_spec_columns(rec.get("spec"), n, machine_ids),
+            **_spec_columns(rec.get("spec"), n, names),
         }, schema=WRITE_SCHEMA)
 
 

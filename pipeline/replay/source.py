@@ -140,6 +140,10 @@ class TraceInput:
         return bool(self.manifest and self.manifest.digest
                     and self.manifest.digest == self.digest())
 
+    def task_rows(self) -> int:
+        """How many task rows the trace has (from the Parquet footers)."""
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in part_files(self.dir, "tasks"))
+
     def facts(self) -> dict[str, object]:
         """What the trace is, for reports: format, units, time origin and table sizes."""
         m = self.manifest
@@ -147,8 +151,7 @@ class TraceInput:
             "source_format": m.source_format if m else None,
             "units": dict(m.units) if m else {}, "time_origin": m.time_origin if m else None,
             "machines": self.machines.num_rows, "jobs": self.jobs.num_rows,
-            "tasks": sum(pq.ParquetFile(f).metadata.num_rows
-                         for f in part_files(self.dir, "tasks")),
+            "tasks": self.task_rows(),
             "generated": bool(m and "generated" in (m.window_source or "")),
         }
 

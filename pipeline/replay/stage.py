@@ -23,6 +23,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +33,14 @@ import polars as pl
 from pipeline import __version__
 from pipeline.errors import UsageError
 from pipeline.metrics import metrics_table
-from pipeline.metrics.speculation import SPEC_COLUMNS, spec_rule
+from pipeline.metrics.speculation import spec_rule
 from pipeline.policies import make_policy, policy_class, resolve_params
 from pipeline.progress import Progress
 from pipeline.replay import output as out
 from pipeline.replay.locality import InputLayout
 from pipeline.replay.options import CLUSTER_KINDS, cluster_spec
 from pipeline.replay.param_files import file_sha256, param_files
+from pipeline.replay.records import BackgroundWriter, RecordStore
 from pipeline.replay.source import TraceInput, Window
 from pipeline.replay.speeds import contention_changes, machine_speeds
 from pipeline.sim import ClusterSpec, ElasticCluster, FixedCluster, SimOptions, Simulation
@@ -215,10 +217,11 @@ def _settings(policy: Any, given: Mapping[str, Any], opened: Mapping[str, Any],
 def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: ClusterSpec,
               options: SimOptions, rng: np.random.Generator, run_id: str, tmp: Path,
               on_progress: Any = None, seed: int = 0) -> tuple[Any, Simulation]:
-    """Run the core with records going to scratch files, then write ``task_runs``."""
+    """Run the core with records going to scratch files while ``task_runs`` is written from
+    them on a second thread (:mod:`pipeline.replay.records`)."""
     scratch = tmp / ".scratch"
     scratch.mkdir()
-    store = out.RecordStore(scratch)
+    store = RecordStore(scratch, total_rows=trace.task_rows())
     m = trace.machines
     layout = InputLayout(spec, m["machine_id"].combine_chunks(), m["rack"], trace.stream,
                          seed)
@@ -238,16 +241,25 @@ def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: Clus
         units=trace.units, on_progress=on_progress,
         speed_changes=SpeedChanges(*changes) if changes is not None else None,
     )
-    summary = sim.run()
-    store.close()
-    job_queue, queue_names = trace.job_queue, trace.queues
-    assigned = policy_obj.assigned_queues(trace.job_user, trace.job_queue)
-    if assigned is not None:
-        job_queue, queue_names = np.asarray(assigned[0], np.int32), tuple(assigned[1])
+
+    def job_queues() -> tuple[np.ndarray, tuple[str, ...]]:
+        assigned = policy_obj.assigned_queues(trace.job_user, trace.job_queue)
+        if assigned is None:
+            return trace.job_queue, trace.queues
+        return np.asarray(assigned[0], np.int32), tuple(assigned[1])
+
     batches = out.task_runs_batches(trace.identities(), store, cluster.machine_ids,
-                                    trace.job_user, job_queue, trace.users,
-                                    queue_names, run_id, summary.end_s)
-    out.write_task_runs(batches, tmp / out.TASK_RUNS)
+                                    trace.job_user, job_queues, trace.users, run_id,
+                                    growing=spec.kind != "fixed")
+    writer = BackgroundWriter(partial(out.write_task_runs, out=tmp / out.TASK_RUNS), batches)
+    try:
+        summary = sim.run()
+    except BaseException:
+        store.close(failed=True)
+        writer.join()
+        raise
+    store.close(summary.end_s)
+    writer.join()
     rows = policy_obj.queue_rows(_cluster_total(spec, trace, cluster))
     if rows is not None:
         out.write_table(out.queues_table(rows, run_id), tmp / out.QUEUES)
@@ -269,16 +281,8 @@ def _write_metrics(tmp: Path, run_id: str, start_s: float, end_s: float,
                    ) -> dict[str, float | None]:
     """Write ``metrics.parquet``: the metrics of the run's tables, then ``extra`` (the
     policy's own, :meth:`PolicyBase.run_metrics`)."""
-    skip = {"run_id", "task_id", "queue", "machine_id"}  # not used by any metric
-    if not opportunistic:  # the opp_* metrics are null without the layer
-        skip |= {"opportunistic", "opp_starts", "opp_kills", "opp_pauses", "opp_shed",
-                 "opp_queue_s", "opp_wasted_s"}
-    if not speculation:  # the spec_* metrics are null without a speculation rule
-        skip |= set(SPEC_COLUMNS)
-    columns = [c for c in out.TASK_RUNS_SCHEMA.names if c not in skip]
-    task_runs = pl.read_parquet(tmp / out.TASK_RUNS, columns=columns)
     nodes = pl.read_parquet(tmp / out.NODE_INTERVALS)
-    table = metrics_table(run_id, task_runs, nodes, end_s, start_s,
+    table = metrics_table(run_id, tmp / out.TASK_RUNS, nodes, end_s, start_s,
                           opportunistic=opportunistic, speculation=speculation)
     if extra:
         rows = [(run_id, name, None if v is None else float(v), unit)
