@@ -38,10 +38,10 @@ class RecordStore:
     known complete while the core runs; without it, only when the store is closed.
     """
 
-    def __init__(self, scratch: Path, bucket_rows: int = BUCKET_ROWS,
+    def __init__(self, scratch: Path, bucket_rows: int | None = None,
                  total_rows: int | None = None) -> None:
         self.scratch = scratch
-        self.bucket_rows = bucket_rows
+        self.bucket_rows = bucket_rows or BUCKET_ROWS
         self.total_rows = total_rows
         self._files: dict[int, list[Path]] = {}
         self._cached: tuple[int, dict[str, np.ndarray]] | None = None
