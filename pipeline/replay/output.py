@@ -24,6 +24,7 @@ from pipeline.replay.records import RecordStore
 from pipeline.sim.tasks import (
     EXTRA_NAMES,
     LOCALITIES,
+    N_EXTRA,
     OUTCOMES,
     S_COPIES,
     S_INSTANCE,
@@ -127,7 +128,8 @@ def _extra_columns(rec: dict[str, np.ndarray], ident: pa.Table, end_s: float
     A task the core tracked (:data:`pipeline.sim.tasks.TRACKED`) brings its own usage
     integral; any other used its mean (``cpu_used``/``mem_used``) for all its run time: the
     last run (to ``end_s`` if still running) plus the run time earlier attempts lost."""
-    extra = rec["extra"].astype(np.float64)
+    extra = (rec["extra"].astype(np.float64) if "extra" in rec
+             else np.zeros((len(rec["row"]), N_EXTRA)))
     kept = extra[:, X_MEASURED] > 0
     cols: dict[str, Any] = {"opportunistic": extra[:, X_OPP] > 0}
     for name in ("opp_starts", "opp_kills", "opp_pauses", "opp_shed"):

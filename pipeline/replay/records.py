@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from pipeline.sim.tasks import N_EXTRA, S_COPIES, SPEC_DEFAULT, RecordChunk
 
-BUCKET_ROWS = 1 << 20
+BUCKET_ROWS = 1 << 18  # (as many as an identity batch: pipeline.replay.source)
 
 
 class CancelledError(Exception):
@@ -108,9 +108,11 @@ class RecordStore:
         if not files:
             return {"row": np.zeros(0, dtype=np.int64)}
         parts = [dict(np.load(f)) for f in files]
-        with_spec = any("spec" in part for part in parts)  # (else none: not materialized)
+        # (columns no record of the bucket needs are left out: all zeros / no copies)
+        with_extra = any("extra" in part for part in parts)
+        with_spec = any("spec" in part for part in parts)
         for part in parts:
-            if "extra" not in part:
+            if with_extra and "extra" not in part:
                 part["extra"] = np.zeros((len(part["row"]), N_EXTRA), dtype=np.float32)
             if with_spec and "spec" not in part:
                 part["spec"] = np.tile(SPEC_DEFAULT, (len(part["row"]), 1))
@@ -149,6 +151,9 @@ class RecordStore:
         if any("spec" in p for p in parts):  # (a range across buckets with and without)
             for p in parts:
                 p.setdefault("spec", np.tile(SPEC_DEFAULT, (len(p["row"]), 1)))
+        if any("extra" in p for p in parts):
+            for p in parts:
+                p.setdefault("extra", np.zeros((len(p["row"]), N_EXTRA), dtype=np.float32))
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
