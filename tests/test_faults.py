@@ -165,8 +165,8 @@ def test_load_onto_a_json_file_stores_nothing_and_says_so(world: dict[str, Path]
 
 
 @pytest.mark.parametrize(("where", "error"), [
-    ("pipeline.ingest.google2011.write_query", "duckdb"),
-    ("pipeline.ingest.google2011._write_tasks", "polars"),
+    ("pipeline.ingest.google2011.spill_connection", "duckdb"),
+    ("pipeline.ingest.google2011.write_tasks", "polars"),
 ])
 def test_full_disk_inside_ingest_libraries(world: dict[str, Path], tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch, where: str,

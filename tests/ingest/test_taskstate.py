@@ -22,8 +22,8 @@ def test_growing_then_closing_every_task() -> None:
         n = 50 * (rounds + 1)
         ts.fold_part(state, events(n, ts.SUBMIT, 10.0 * rounds + 1))
         ts.fold_part(state, events(n, ts.SCHEDULE, 10.0 * rounds + 2))
-        assert state.free.size == state.f.shape[1]
+        assert state.free.size == state.capacity
         _, done = ts.fold_part(state, events(n, ts.FINISH, 10.0 * rounds + 5))
         assert len(done["submit_s"]) == n and len(state.slots) == 0
-        assert state.n_free[0] == state.f.shape[1]
-        assert sorted(state.free.tolist()) == list(range(state.f.shape[1]))
+        assert state.n_free[0] == state.capacity
+        assert sorted(state.free.tolist()) == list(range(state.capacity))

@@ -2,8 +2,9 @@
 
 Tables: ``job_events`` and ``task_events`` (required), ``machine_events`` and ``task_usage``
 (optional).  Parts are read one at a time; task histories are folded in compiled code
-(:mod:`.taskstate`, which documents the task mapping), and emitted tasks are sorted into
-submit order by DuckDB with a memory limit, so peak memory does not grow with trace length.
+(:mod:`.taskstate`, which documents the task mapping), and emitted tasks are spilled by
+submit time and job and written back in submit order bucket by bucket (:mod:`.emitted`,
+:mod:`.tasks_out`), so peak memory does not grow with trace length.
 
 Times: microseconds since 600 s before the window -> seconds from the window start
 (19:00 EDT, 1 May 2011); events stamped 0 (before the window) map to 0; events stamped
@@ -29,15 +30,15 @@ import shutil
 from pathlib import Path
 from typing import ClassVar
 
-import duckdb
 import numpy as np
 import polars as pl
 
 from pipeline.ingest.base import require_tables
 from pipeline.ingest.csvparts import RawTable, iter_parts
-from pipeline.ingest.finalize import spill_connection, write_query
+from pipeline.ingest.finalize import spill_connection
 from pipeline.ingest.google2011 import taskstate as ts
 from pipeline.ingest.google2011 import usage as us
+from pipeline.ingest.google2011.emitted import EmittedSpill
 from pipeline.ingest.google2011.machines import (
     finish_machines,
     machine_events_frame,
@@ -53,6 +54,7 @@ from pipeline.ingest.google2011.tables import (
     count_inside_offset,
     seconds,
 )
+from pipeline.ingest.google2011.tasks_out import write_tasks
 from pipeline.ingest.window import generated_window, set_window
 from pipeline.trace.io import write_table
 from pipeline.trace.manifest import Ledger, Manifest
@@ -78,16 +80,17 @@ class Google2011:
         manifest.units = dict(UNITS)
         manifest.time_origin = "2011-05-01T19:00:00-04:00 (trace timestamp 600 s)"
         scratch = out / "_scratch"
-        for sub in ("tasks", "jobs", "usage", "samples"):
+        for sub in ("prio", "jobs", "usage", "samples", "emitted"):
             (scratch / sub).mkdir(parents=True)
         stated = generated_window(src)
         window_end = _job_events(src, scratch / "jobs", ledger, manifest)
-        seen, window_end = _task_events(src, scratch, ledger, manifest, window_end,
+        spill = EmittedSpill(scratch / "spill")
+        seen, window_end = _task_events(src, scratch, spill, ledger, manifest, window_end,
                                         stated[1] if stated else None)
         _task_usage(src, scratch, ledger, manifest)
         max_cpu = _machines(src, out, seen, ledger, manifest)
         with_usage = "task_usage" not in manifest.tables_absent
-        _finish(scratch, out, ledger, max_cpu if with_usage else None, with_usage)
+        _finish(scratch, spill, out, ledger, max_cpu if with_usage else None, with_usage)
         if with_usage:
             manifest.notes["task_usage"] = us.NOTE
         set_window(manifest, src, 0.0, window_end,
@@ -119,33 +122,34 @@ def _job_events(src: Path, jobs_dir: Path, ledger: Ledger, manifest: Manifest) -
 
 
 def _latest(times_us: pl.Series) -> float:
-    inside = times_us.filter(times_us < TIME_AFTER_WINDOW)
-    return float(seconds(inside).max() or 0.0) if len(inside) else 0.0
+    """The latest time in the window, in seconds (0 if none)."""
+    latest = times_us.filter(times_us < TIME_AFTER_WINDOW).max()
+    return float(seconds(pl.Series([latest], dtype=pl.Int64))[0]) if latest is not None else 0.0
 
 
 def _task_events(
-    src: Path, scratch: Path, ledger: Ledger, manifest: Manifest, window_end: float,
-    censor_at: float | None = None,
+    src: Path, scratch: Path, spill: EmittedSpill, ledger: Ledger, manifest: Manifest,
+    window_end: float, censor_at: float | None = None,
 ) -> tuple[set[int], float]:
-    """Fold every task_events part; write emitted tasks and job facts; return machines seen.
+    """Fold every task_events part; spill emitted tasks, write job facts; return machines seen.
 
     Tasks still running at the end are censored at ``censor_at`` (a stated window's end),
     else at the last event read."""
     state = ts.TaskState()
     seen: set[int] = set()
-    emitted = 0
     for k, (path, frame) in enumerate(iter_parts(src, TASK_EVENTS, ledger, manifest.sources)):
         after = frame["time"] >= TIME_AFTER_WINDOW
         ledger.reject("task_events", "after_window", int(after.sum()), path=str(path))
         # Parts are published in time order; a stable sort keeps same-time order as given.
-        frame = frame.filter(~after)
+        if after.any():
+            frame = frame.filter(~after)
         count_inside_offset(ledger, "task_events", frame["time"])
         if not frame["time"].is_sorted():
             frame = frame.sort("time", maintain_order=True)
         window_end = max(window_end, _latest(frame["time"]))
         reasons, records = ts.fold_part(state, _arrays(frame))
         _count_reasons(ledger, reasons)
-        emitted = _write_tasks(records, emitted, scratch / "tasks" / f"tasks-{k:05d}.parquet")
+        _emit(spill, records, scratch / "prio" / f"prio-{k:05d}.parquet")
         seen.update(frame["machine_id"].drop_nulls().unique().to_list())
         frame.filter(pl.col("user").is_not_null()).group_by("job_id").agg(
             t=seconds(pl.col("time")).min(), user=pl.col("user").first(),
@@ -153,8 +157,8 @@ def _task_events(
         ).with_columns(is_submit=pl.lit(False), name=pl.lit(None, pl.String),
                        from_job_events=pl.lit(False)).write_parquet(
             scratch / "jobs" / f"task-{k:05d}.parquet")
-    _write_tasks(ts.flush(state, window_end if censor_at is None else censor_at), emitted,
-                 scratch / "tasks" / "tasks-end.parquet")
+    _emit(spill, ts.flush(state, window_end if censor_at is None else censor_at),
+          scratch / "prio" / "prio-end.parquet")
     for code, note in enumerate(ts.TASK_NOTES):
         count = int(state.notes[code])
         if code in (ts.N_NEVER, ts.N_ZERO, ts.N_NOREQ):
@@ -183,12 +187,11 @@ def _count_reasons(ledger: Ledger, reasons: np.ndarray) -> None:
         ledger.reject("task_events", ts.ROW_REASONS[code], int(counts[code]))
 
 
-def _write_tasks(records: dict[str, np.ndarray], emitted: int, path: Path) -> int:
-    """Write emitted tasks with their emission sequence number; return the new total."""
-    n = len(records["submit_s"])
-    seq = np.arange(emitted, emitted + n, dtype=np.int64)
-    pl.DataFrame({**records, "seq": seq}).write_parquet(path)
-    return emitted + n
+def _emit(spill: EmittedSpill, records: dict[str, np.ndarray], prio_path: Path) -> None:
+    """Spill emitted tasks; write their jobs' highest task priority (for jobs.priority)."""
+    spill.add(records)
+    pl.DataFrame({"job_id": records["job_id"], "priority": records["priority"]}).group_by(
+        "job_id").agg(pl.col("priority").max()).write_parquet(prio_path)
 
 
 def _task_usage(src: Path, scratch: Path, ledger: Ledger, manifest: Manifest) -> None:
@@ -215,40 +218,6 @@ def _machines(
     return float(table["cpu"].max()) if table.height else None
 
 
-# Incarnations of the same (job, index) are numbered in submit then emission order.
-EMITTED_SQL = """
-CREATE TEMP TABLE emitted AS
-SELECT *, row_number() OVER (PARTITION BY job_id, task_index ORDER BY submit_s, seq) - 1
-    AS incarnation
-FROM read_parquet('{tasks}/*.parquet')
-"""
-
-TASKS_SQL = """
-WITH usage AS (
-    SELECT job_id, task_index,
-           sum(cpu_s) / nullif(sum(cpu_dt), 0) AS cpu_used,
-           sum(mem_s) / nullif(sum(mem_dt), 0) AS mem_used
-    FROM read_parquet('{usage}/*.parquet', union_by_name=true)
-    GROUP BY ALL
-)
-SELECT
-    CAST(t.job_id AS VARCHAR) || '-' || CAST(t.task_index AS VARCHAR)
-        || CASE WHEN t.incarnation > 0 THEN '.' || CAST(t.incarnation AS VARCHAR) ELSE '' END
-        AS task_id,
-    CAST(t.job_id AS VARCHAR) AS job_id, t.submit_s, t.duration_s, t.cpu, t.mem,
-    0.0 AS gpu, u.cpu_used, u.mem_used,
-    CAST(NULL AS VARCHAR[]) AS inputs, CAST(NULL AS VARCHAR[]) AS depends_on,
-    CAST(t.priority AS INTEGER) AS priority, CAST(t.sched_class AS INTEGER) AS sched_class,
-    {end_names}[t.end_code + 1] AS end_event,
-    CAST(t.trace_attempts AS INTEGER) AS trace_attempts, t.trace_lost_s,
-    CASE WHEN t.recorded_machine >= 0 THEN CAST(t.recorded_machine AS VARCHAR) END
-        AS recorded_machine_id,
-    t.recorded_start_s
-FROM emitted t
-LEFT JOIN usage u USING (job_id, task_index)
-ORDER BY t.submit_s, t.job_id, t.task_index, t.incarnation
-"""
-
 JOBS_SQL = """
 WITH facts AS (SELECT * FROM read_parquet('{jobs}/*.parquet', union_by_name=true)),
 agg AS (
@@ -263,7 +232,7 @@ agg AS (
         bool_or(from_job_events) AS in_job_events
     FROM facts GROUP BY job_id
 ),
-prio AS (SELECT job_id, max(priority) AS priority FROM read_parquet('{tasks}/*.parquet')
+prio AS (SELECT job_id, max(priority) AS priority FROM read_parquet('{prio}/*.parquet')
          GROUP BY job_id)
 SELECT CAST(a.job_id AS VARCHAR) AS job_id, coalesce(a."user", 'unknown') AS "user",
     CAST(NULL AS VARCHAR) AS queue, a.submit_s, CAST(p.priority AS INTEGER) AS priority,
@@ -274,25 +243,29 @@ ORDER BY a.job_id
 """
 
 
-def _finish(scratch: Path, out: Path, ledger: Ledger, max_cpu: float | None,
-            with_usage: bool) -> None:
-    """Reduce scratch parts into the canonical jobs, (submit-ordered) tasks and task_usage."""
+def _finish(scratch: Path, spill: EmittedSpill, out: Path, ledger: Ledger,
+            max_cpu: float | None, with_usage: bool) -> None:
+    """Reduce scratch parts into the canonical jobs, (submit-ordered) tasks and task_usage.
+
+    Each DuckDB connection is closed before the next step, so its buffers are not held."""
     con = spill_connection(scratch)
-    end_names = "[" + ", ".join(f"'{n}'" for n in ts.END_NAMES) + "]"
-    paths = {"tasks": scratch / "tasks", "jobs": scratch / "jobs", "usage": scratch / "usage"}
-    us.ensure_nonempty(scratch)
+    paths = {"jobs": scratch / "jobs", "prio": scratch / "prio"}
     jobs = pl.from_arrow(con.sql(JOBS_SQL.format(**paths)).to_arrow_table())
+    con.close()
     ledger.repair("jobs", "job_from_task_events", int((~jobs["in_job_events"]).sum()))
     ledger.repair("jobs", "user_unknown", int(jobs["user_unknown"].sum()))
     write_table(out, "jobs", jobs.drop("in_job_events", "user_unknown").to_arrow())
-    con.execute(EMITTED_SQL.format(**paths))
-    resubmitted = con.execute("SELECT count(*) FROM emitted WHERE incarnation > 0").fetchall()
-    ledger.repair("tasks", "resubmitted_after_end", int(resubmitted[0][0]))
-    write_query(con, TASKS_SQL.format(end_names=end_names, **paths), out, "tasks")
+    del jobs
+    usage_sums = (lambda p: us.read_sums(scratch / "usage", p)) if with_usage else None
+    ledger.repair("tasks", "resubmitted_after_end", spill.resolve(usage_sums))
+    write_tasks(spill, out, scratch / "emitted" if with_usage else None)
     if with_usage:
+        us.ensure_nonempty(scratch)
+        con = spill_connection(scratch)
+        con.execute(f"CREATE VIEW emitted AS SELECT * FROM read_parquet("
+                    f"'{scratch / 'emitted'}/*.parquet', union_by_name=true)")
         us.place_samples(con, scratch / "samples", out, ledger, max_cpu)
-    con.close()
+        con.close()
 
 
 __all__ = ["Google2011"]
-_ = duckdb  # the reduction runs in DuckDB (see _finish)

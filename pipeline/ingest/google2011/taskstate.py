@@ -74,21 +74,27 @@ class TaskState:
         self.slots = IntMap(2 * capacity)
         self.free = np.arange(capacity - 1, -1, -1, dtype=np.int64)
         self.n_free = np.array([capacity], dtype=np.int64)
-        self.f = np.full((len(self.FLOAT_FIELDS), capacity), np.nan)
-        self.i = np.zeros((len(self.INT_FIELDS), capacity), dtype=np.int64)
+        # One row per slot: a slot's fields share cache lines (slots are hit at random).
+        self.f = np.full((capacity, len(self.FLOAT_FIELDS)), np.nan)
+        self.i = np.zeros((capacity, len(self.INT_FIELDS)), dtype=np.int64)
         self.notes = np.zeros(len(TASK_NOTES), dtype=np.int64)
+
+    @property
+    def capacity(self) -> int:
+        """Slots allocated (free or in use)."""
+        return int(self.f.shape[0])
 
     def reserve(self, extra: int) -> None:
         """Make sure ``extra`` more slots are free (one event opens at most one slot)."""
         self.slots.reserve(extra)
         if self.n_free[0] >= extra:
             return
-        old = self.f.shape[1]
+        old = self.capacity
         new = max(2 * old, old + extra)
-        f = np.full((self.f.shape[0], new), np.nan)
-        f[:, :old] = self.f
-        i = np.zeros((self.i.shape[0], new), dtype=np.int64)
-        i[:, :old] = self.i
+        f = np.full((new, self.f.shape[1]), np.nan)
+        f[:old] = self.f
+        i = np.zeros((new, self.i.shape[1]), dtype=np.int64)
+        i[:old] = self.i
         # The free stack must hold every slot: all of them can be closed again later.
         n_free = int(self.n_free[0])
         free = np.empty(new, dtype=np.int64)
@@ -154,17 +160,17 @@ def _open(keys, values, count, free, n_free, f, i, job, index, key, p, t):  # pr
     n_free[0] -= 1
     s = free[n_free[0]]
     insert_at(keys, values, count, p, key, s)
-    f[:, s] = np.nan
-    f[_SUBMIT, s] = t
-    f[_START, s] = NEVER
-    f[_LAST_RUN, s] = 0.0
-    f[_LOST, s] = 0.0
-    i[:, s] = 0
-    i[_LAST_END, s] = -1
-    i[_MACHINE, s] = -1
-    i[_LAST_MACHINE, s] = -1
-    i[_JOB, s] = job
-    i[_INDEX, s] = index
+    f[s, :] = np.nan
+    f[s, _SUBMIT] = t
+    f[s, _START] = NEVER
+    f[s, _LAST_RUN] = 0.0
+    f[s, _LOST] = 0.0
+    i[s, :] = 0
+    i[s, _LAST_END] = -1
+    i[s, _MACHINE] = -1
+    i[s, _LAST_MACHINE] = -1
+    i[s, _JOB] = job
+    i[s, _INDEX] = index
     return s
 
 
@@ -174,16 +180,16 @@ def _emit(f, i, s, notes, out_f, out_i, k, end_code, run):  # pragma: no cover -
     if end_code < 0 or run <= 0.0:
         notes[N_NEVER if end_code < 0 else N_ZERO] += 1
         return k
-    if np.isnan(f[_CPU, s]) or np.isnan(f[_MEM, s]):
+    if np.isnan(f[s, _CPU]) or np.isnan(f[s, _MEM]):
         notes[N_NOREQ] += 1
         return k
-    out_f[0, k], out_f[1, k] = f[_SUBMIT, s], run
-    out_f[2, k], out_f[3, k], out_f[4, k] = f[_CPU, s], f[_MEM, s], f[_LOST, s]
-    out_f[5, k] = f[_LAST_START, s]
-    out_i[0, k], out_i[1, k] = i[_JOB, s], i[_INDEX, s]
-    out_i[2, k], out_i[3, k] = i[_PRIO, s], i[_CLASS, s]
-    out_i[4, k] = end_code | (i[_ATTEMPTS, s] << 8)
-    out_i[5, k] = i[_LAST_MACHINE, s]
+    out_f[0, k], out_f[1, k] = f[s, _SUBMIT], run
+    out_f[2, k], out_f[3, k], out_f[4, k] = f[s, _CPU], f[s, _MEM], f[s, _LOST]
+    out_f[5, k] = f[s, _LAST_START]
+    out_i[0, k], out_i[1, k] = i[s, _JOB], i[s, _INDEX]
+    out_i[2, k], out_i[3, k] = i[s, _PRIO], i[s, _CLASS]
+    out_i[4, k] = end_code | (i[s, _ATTEMPTS] << 8)
+    out_i[5, k] = i[s, _LAST_MACHINE]
     return k + 1
 
 
@@ -197,14 +203,14 @@ def _close(keys, values, count, free, n_free, p, s):  # pragma: no cover - compi
 @numba.njit(cache=True)
 def _end_attempt(f, i, s, t, code):  # pragma: no cover - compiled
     """End the running attempt of slot ``s`` at ``t``; earlier ran attempts become lost work."""
-    if i[_LAST_END, s] >= 0:
-        f[_LOST, s] += f[_LAST_RUN, s]
-        i[_ATTEMPTS, s] += 1
-    f[_LAST_RUN, s] = t - f[_START, s]
-    f[_LAST_START, s] = f[_START, s]
-    i[_LAST_MACHINE, s] = i[_MACHINE, s]
-    i[_LAST_END, s] = code
-    f[_START, s] = NEVER
+    if i[s, _LAST_END] >= 0:
+        f[s, _LOST] += f[s, _LAST_RUN]
+        i[s, _ATTEMPTS] += 1
+    f[s, _LAST_RUN] = t - f[s, _START]
+    f[s, _LAST_START] = f[s, _START]
+    i[s, _LAST_MACHINE] = i[s, _MACHINE]
+    i[s, _LAST_END] = code
+    f[s, _START] = NEVER
 
 
 @numba.njit(cache=True)
@@ -233,26 +239,26 @@ def _fold(keys, values, count, free, n_free, f, i, notes, time, job, index, mach
                 reasons[r] = 2
                 continue
         if not np.isnan(cpu[r]):
-            f[_CPU, s] = cpu[r]
+            f[s, _CPU] = cpu[r]
         if not np.isnan(mem[r]):
-            f[_MEM, s] = mem[r]
-        i[_PRIO, s] = prio[r]
+            f[s, _MEM] = mem[r]
+        i[s, _PRIO] = prio[r]
         if sclass[r] >= 0:
-            i[_CLASS, s] = sclass[r]
-        running = f[_START, s] >= 0.0
+            i[s, _CLASS] = sclass[r]
+        running = f[s, _START] >= 0.0
         if e == SUBMIT:
             if t == 0.0 and machine[r] >= 0 and not running:
-                f[_START, s] = 0.0
-                i[_MACHINE, s] = machine[r]
-                i[_FLAGS, s] |= _FLAG_BEFORE
+                f[s, _START] = 0.0
+                i[s, _MACHINE] = machine[r]
+                i[s, _FLAGS] |= _FLAG_BEFORE
                 notes[N_STARTED_BEFORE] += 1
         elif e == SCHEDULE:
             if running:
-                if not (i[_FLAGS, s] & _FLAG_BEFORE and f[_START, s] == 0.0 and t == 0.0):
+                if not (i[s, _FLAGS] & _FLAG_BEFORE and f[s, _START] == 0.0 and t == 0.0):
                     notes[N_DUP_SCHED] += 1
             else:
-                f[_START, s] = t
-                i[_MACHINE, s] = machine[r]
+                f[s, _START] = t
+                i[s, _MACHINE] = machine[r]
         elif e == EVICT or e == FAIL or e == FINISH or e == KILL or e == LOST:
             code = _END_OF_EVENT[e]
             if running:
@@ -261,7 +267,7 @@ def _fold(keys, values, count, free, n_free, f, i, notes, time, job, index, mach
                 notes[N_TERM_PENDING] += 1
             if e == FINISH or e == KILL or e == LOST:
                 # The record describes the last attempt that ran (none: never scheduled).
-                k = _emit(f, i, s, notes, out_f, out_i, k, i[_LAST_END, s], f[_LAST_RUN, s])
+                k = _emit(f, i, s, notes, out_f, out_i, k, i[s, _LAST_END], f[s, _LAST_RUN])
                 _close(keys, values, count, free, n_free, p, s)
     return k
 
@@ -273,8 +279,8 @@ def _flush(keys, values, f, i, notes, window_end, out_f, out_i):  # pragma: no c
         if keys[p] == EMPTY:
             continue
         s = values[p]
-        if f[_START, s] >= 0.0:
+        if f[s, _START] >= 0.0:
             _end_attempt(f, i, s, window_end, E_CENSORED)
             notes[N_CENSORED] += 1
-        k = _emit(f, i, s, notes, out_f, out_i, k, i[_LAST_END, s], f[_LAST_RUN, s])
+        k = _emit(f, i, s, notes, out_f, out_i, k, i[s, _LAST_END], f[s, _LAST_RUN])
     return k

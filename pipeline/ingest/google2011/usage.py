@@ -3,7 +3,8 @@
 Each raw row is a measurement window (normally 5 minutes) of one task on one machine:
 ``start``/``end`` in trace µs, ``cpu_rate`` (cores, normalized) and ``canonical_mem``
 (normalized).  Parts are read one at a time; each is reduced to partial sums for the means
-and written as scratch samples, and the whole-table steps run in DuckDB on the scratch files
+(appended to the key partition of their jobs, :mod:`.emitted`, which reduces them) and
+written as scratch samples; the whole-table steps run in DuckDB on the scratch files
 (:func:`place_samples`, memory limit and spill), so memory does not grow with the trace.
 
 Means (unchanged): ``cpu_used``/``mem_used`` are the time-weighted means over every window
@@ -34,14 +35,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import polars as pl
 
 from pipeline.ingest.finalize import write_query
+from pipeline.ingest.google2011.emitted import PARTITIONS, append_grouped
 from pipeline.ingest.google2011.tables import TIME_AFTER_WINDOW, seconds
 from pipeline.trace.manifest import Ledger
 
 MEANS_SCHEMA = {"job_id": pl.Int64, "task_index": pl.Int64, "cpu_s": pl.Float64,
                 "mem_s": pl.Float64, "cpu_dt": pl.Float64, "mem_dt": pl.Float64}
+SUMS = np.dtype([(name, "i8" if dtype == pl.Int64 else "f8")
+                 for name, dtype in MEANS_SCHEMA.items()])
 SAMPLES_SCHEMA = {"job_id": pl.Int64, "task_index": pl.Int64, "start_s": pl.Float64,
                   "end_s": pl.Float64, "cpu": pl.Float64, "mem": pl.Float64,
                   "part": pl.Int64, "line": pl.Int64}
@@ -60,12 +65,12 @@ def reduce_part(frame: pl.DataFrame, k: int, scratch: Path, ledger: Ledger) -> N
     negative = ((pl.col("cpu_rate") < 0) | (pl.col("canonical_mem") < 0)).fill_null(False)
     ledger.reject("task_usage", "negative_usage", int(frame.select(negative.sum()).item()))
     frame = frame.filter(~negative)
-    frame.group_by("job_id", "task_index").agg(
+    append_sums(frame.group_by("job_id", "task_index").agg(
         cpu_s=(pl.col("cpu_rate") * pl.col("dt")).sum(),
         mem_s=(pl.col("canonical_mem") * pl.col("dt")).sum(),
         cpu_dt=pl.col("dt").filter(pl.col("cpu_rate").is_not_null()).sum(),
         mem_dt=pl.col("dt").filter(pl.col("canonical_mem").is_not_null()).sum(),
-    ).write_parquet(scratch / "usage" / f"usage-{k:05d}.parquet")
+    ), scratch / "usage")
     missing = pl.col("cpu_rate").is_null() | pl.col("canonical_mem").is_null()
     ledger.reject("task_usage", "missing_usage", int(frame.select(missing.sum()).item()))
     frame.filter(~missing).select(
@@ -75,11 +80,27 @@ def reduce_part(frame: pl.DataFrame, k: int, scratch: Path, ledger: Ledger) -> N
     ).write_parquet(scratch / "samples" / f"samples-{k:05d}.parquet")
 
 
+def append_sums(sums: pl.DataFrame, root: Path) -> None:
+    """Append one part's partial sums to the file of their jobs' key partition."""
+    rows = np.empty(sums.height, SUMS)
+    for name in MEANS_SCHEMA:
+        rows[name] = sums[name].to_numpy()
+    append_grouped(rows, rows["job_id"] % PARTITIONS, lambda p: root / f"sums-{p:03d}.bin")
+
+
+def read_sums(root: Path, p: int) -> pl.DataFrame | None:
+    """The partial sums of key partition ``p`` (None: no usage row of its jobs)."""
+    path = root / f"sums-{p:03d}.bin"
+    if not path.exists():
+        return None
+    rows = np.fromfile(path, SUMS)
+    return pl.DataFrame({name: rows[name] for name in MEANS_SCHEMA})
+
+
 def ensure_nonempty(scratch: Path) -> None:
-    """Typed empty files where no part wrote any (keeps the SQL's globs valid)."""
-    for sub, schema in (("usage", MEANS_SCHEMA), ("samples", SAMPLES_SCHEMA)):
-        if not any((scratch / sub).iterdir()):
-            pl.DataFrame(schema=schema).write_parquet(scratch / sub / "empty.parquet")
+    """A typed empty samples file where no part wrote any (keeps the SQL's globs valid)."""
+    if not any((scratch / "samples").iterdir()):
+        pl.DataFrame(schema=SAMPLES_SCHEMA).write_parquet(scratch / "samples" / "empty.parquet")
 
 
 # Windows matched to the recorded run they overlap most (needs table ``emitted``).
