@@ -292,3 +292,23 @@ def test_policy_timings_become_warehouse_metrics(tmp_path: Path, runs: list[Path
     prov.write_text(json.dumps({**meta, "policy_timings": {"solver_ms_p50": "fast"}}))
     with pytest.raises(TraceError, match="policy_timings"):
         load(runs, tmp_path / "other.duckdb")
+
+
+def test_the_warehouse_takes_a_memory_limit(tmp_path: Path, runs: list[Path],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB gets 2GB by default (it spills beyond); TRACEREPLAY_DB_MEMORY sets another;
+    a value DuckDB cannot read is a one-line error naming the warehouse."""
+    from pipeline.warehouse.db import connect
+
+    db = tmp_path / "w.duckdb"
+    load(runs, db)
+    with connect(db, read_only=True) as con:
+        limit = con.execute("select current_setting('memory_limit')").fetchone()[0]
+    assert limit == "1.8 GiB"  # (2 GB in binary units)
+    monkeypatch.setenv("TRACEREPLAY_DB_MEMORY", "500MB")
+    with connect(db, read_only=True) as con:
+        assert "476" in con.execute("select current_setting('memory_limit')").fetchone()[0]
+    monkeypatch.setenv("TRACEREPLAY_DB_MEMORY", "lots")
+    with pytest.raises(TraceError, match="cannot open the warehouse"), connect(
+            db, read_only=True):
+        pass
