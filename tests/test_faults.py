@@ -115,6 +115,17 @@ def test_full_disk_is_one_line_and_leaves_nothing(world: dict[str, Path], tmp_pa
     assert entries(tmp_path) == []
 
 
+def test_full_disk_while_task_runs_is_written_stops_the_replay(
+        world: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """task_runs is written on a second thread while the core runs: its error is the
+    replay's, on one line, and nothing is left."""
+    monkeypatch.setattr("pipeline.replay.output.write_task_runs", raise_enospc)
+    out = tmp_path / "out"
+    assert_one_line_error(cli(*stage_args(world, "replay", out)),
+                          f"{out}: No space left on device")
+    assert entries(tmp_path) == []
+
+
 def test_full_disk_during_load_rolls_back(world: dict[str, Path], tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     def full(*args: object, **kwargs: object) -> None:

@@ -177,8 +177,12 @@ class BackgroundWriter:
         self._thread = threading.Thread(target=target, name="task_runs-writer", daemon=True)
         self._thread.start()
 
-    def join(self) -> Any:
-        self._thread.join()
+    def check(self) -> None:
+        """Raise the writer's error now, if it failed (the replay need not run on)."""
         if self._error is not None:
             raise self._error
+
+    def join(self) -> Any:
+        self._thread.join()
+        self.check()
         return self._result

@@ -46,6 +46,7 @@ from pipeline.replay.speeds import contention_changes, machine_speeds
 from pipeline.sim import ClusterSpec, ElasticCluster, FixedCluster, SimOptions, Simulation
 from pipeline.sim.contention import SpeedChanges
 from pipeline.sim.core import READ_MB_S
+from pipeline.sim.tasks import RecordChunk
 from pipeline.trace.io import atomic_dir
 
 
@@ -235,8 +236,15 @@ def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: Clus
     if changes is not None and hasattr(policy_obj, "nm_options"):
         raise UsageError("cluster option 'contention_share' does not combine with "
                          "opportunistic containers yet")
+    writers: list[BackgroundWriter] = []
+
+    def sink(chunk: RecordChunk) -> None:  # (a failed writer stops the replay at once)
+        for writer in writers:
+            writer.check()
+        store.write(chunk)
+
     sim = Simulation(
-        cluster, policy_obj, trace.batches(node_of, set(refs), layout), store.write,
+        cluster, policy_obj, trace.batches(node_of, set(refs), layout), sink,
         users=trace.users, queues=trace.queues, dep_refs=refs, options=options, rng=rng,
         units=trace.units, on_progress=on_progress,
         speed_changes=SpeedChanges(*changes) if changes is not None else None,
@@ -252,6 +260,7 @@ def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: Clus
                                     trace.job_user, job_queues, trace.users, run_id,
                                     growing=spec.kind != "fixed")
     writer = BackgroundWriter(partial(out.write_task_runs, out=tmp / out.TASK_RUNS), batches)
+    writers.append(writer)
     try:
         summary = sim.run()
     except BaseException:
