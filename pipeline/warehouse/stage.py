@@ -15,7 +15,9 @@ from typing import Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from pipeline.errors import TraceError, UsageError, filesystem_error
 from pipeline.warehouse.db import (
@@ -131,9 +133,19 @@ def stage_sources(con: duckdb.DuckDBPyConnection, run: RunDir) -> None:
     """Point ``src_*`` at one run's files and ``stg_*`` at the staging queries over them."""
     con.register("src_runs", pa.Table.from_pylist([run.row]))
     for table in PARQUET_TABLES:
-        # Through Arrow, not read_parquet: DuckDB trusts Parquet min/max statistics, which
-        # leave NaN out, and folds isnan() to false, so NaN times would not become NULL.
-        con.register(f"src_{table}", ds.dataset([str(f) for f in run.files[table]]))
+        files = [str(f) for f in run.files[table]]
+        if nan_free(files):
+            # read_parquet streams into the table (with file_row_number: without it, DuckDB
+            # 2.0 held some 2 GB per 5 M task rows until the commit, whatever its memory
+            # limit, and so did an Arrow scan)
+            listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+            con.execute(f"create or replace temp view src_{table} as select * exclude "
+                        f"(file_row_number) from read_parquet([{listed}], "
+                        f"file_row_number = true)")
+        else:
+            # Through Arrow: DuckDB trusts Parquet min/max statistics, which leave NaN
+            # out, and folds isnan() to false, so NaN values would not become NULL.
+            con.register(f"src_{table}", ds.dataset(files))
     optional = [t for t in OPTIONAL_TABLES if t in run.files]
     for table in optional:
         con.register(f"src_{table}", ds.dataset([str(f) for f in run.files[table]]))
@@ -142,6 +154,19 @@ def stage_sources(con: duckdb.DuckDBPyConnection, run: RunDir) -> None:
         con.execute(f"create or replace temp view stg_{table} as {query}")
     for table in PARQUET_TABLES + tuple(optional):
         check_run_id(con, table, run)
+
+
+def nan_free(files: list[str]) -> bool:
+    """Whether no floating-point column of ``files`` holds a NaN (replays write nulls; older
+    run directories may not).  Reads the float columns a row group at a time."""
+    for path in files:
+        parquet = pq.ParquetFile(path)
+        floats = [f.name for f in parquet.schema_arrow if pa.types.is_floating(f.type)]
+        for group in range(parquet.metadata.num_row_groups):
+            table = parquet.read_row_group(group, columns=floats)
+            if any(pc.any(pc.is_nan(col)).as_py() for col in table.columns):
+                return False
+    return True
 
 
 def check_run_id(con: duckdb.DuckDBPyConnection, table: str, run: RunDir) -> None:

@@ -312,3 +312,13 @@ def test_the_warehouse_takes_a_memory_limit(tmp_path: Path, runs: list[Path],
     with pytest.raises(TraceError, match="cannot open the warehouse"), connect(
             db, read_only=True):
         pass
+
+
+def test_files_without_nan_are_read_by_duckdb_itself(tmp_path: Path) -> None:
+    """NaN-free files stream through read_parquet (bounded memory); a NaN anywhere sends the
+    run through Arrow, where NaN still becomes NULL."""
+    clean, dirty = tmp_path / "clean.parquet", tmp_path / "dirty.parquet"
+    pq.write_table(pa.table({"a": [1.0, None], "s": ["x", "y"]}), clean)
+    pq.write_table(pa.table({"a": [1.0, float("nan")], "s": ["x", "y"]}), dirty)
+    assert load_module.nan_free([str(clean)])
+    assert not load_module.nan_free([str(clean), str(dirty)])
