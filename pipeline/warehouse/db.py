@@ -77,8 +77,10 @@ def check_warehouse_file(db: Path) -> None:
 def describe_error(exc: duckdb.Error) -> str:
     """The first line of a DuckDB error, with a hint for the usual causes."""
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if "lock" in text.lower():
+    if re.search(r"\block\b", text, re.IGNORECASE):  # (a lock, not "failed to pin block")
         return f"{text} (another process has it open; close it and retry)"
+    if "out of memory" in text.lower():
+        return f"{text} (set {MEMORY_ENV} above {DEFAULT_MEMORY}, e.g. 4GB, to give it more)"
     if "not a valid duckdb database" in text.lower():
         return f"{text} (not a DuckDB file, or a corrupt one)"
     return text

@@ -24,30 +24,81 @@ task_events as (
     where start_s is not null and coalesce(end_s, runs.measured_to_s) is not null
 ),
 
-alloc_at as (
+-- The running sums go a day at a time (a window partition of every event of a run ran out
+-- of DuckDB's memory on a 29-day trace): the allocation after an event is what the earlier
+-- days left allocated plus the running sum within its day.
+task_days as (
+    select run_id, floor(t / 86400) as day, t, cpu, mem from task_events
+),
+
+within_day as (
     select
         run_id,
-        sum(cpu) over w as cpu_allocated,
-        sum(mem) over w as mem_allocated
-    from task_events
-    window w as (partition by run_id order by t, cpu rows unbounded preceding)
+        day,
+        sum(cpu) over w as cpu_in_day,
+        sum(mem) over w as mem_in_day
+    from task_days
+    window w as (partition by run_id, day order by t, cpu rows unbounded preceding)
+),
+
+days as (
+    select run_id, day, sum(cpu) as cpu_day, sum(mem) as mem_day
+    from task_days
+    group by run_id, day
+),
+
+before_day as (
+    select
+        run_id,
+        day,
+        coalesce(sum(cpu_day) over earlier, 0) as cpu_before,
+        coalesce(sum(mem_day) over earlier, 0) as mem_before
+    from days
+    window earlier as (partition by run_id order by day
+                       rows between unbounded preceding and 1 preceding)
+),
+
+alloc_at as (
+    select
+        within_day.run_id,
+        before_day.cpu_before + within_day.cpu_in_day as cpu_allocated,
+        before_day.mem_before + within_day.mem_in_day as mem_allocated
+    from within_day
+    join before_day using (run_id, day)
+),
+
+-- one aggregate per source (correlated subqueries read alloc_at once per column)
+alloc_peaks as (
+    select run_id, max(cpu_allocated) as peak_cpu_allocated,
+           max(mem_allocated) as peak_mem_allocated
+    from alloc_at
+    group by run_id
+),
+
+node_peaks as (
+    select run_id, max(nodes) as peak_nodes from nodes_at group by run_id
+),
+
+offered as (
+    select task_runs.run_id, sum(task_runs.duration_s) as offered_task_s
+    from task_runs join runs using (run_id)
+    where task_runs.outcome <> 'unschedulable'
+      and task_runs.submit_s <= coalesce(runs.measured_to_s, task_runs.submit_s)
+    group by task_runs.run_id
 ),
 
 final as (
     select
         runs.run_id,
         runs.trace,
-        (select max(nodes) from nodes_at where nodes_at.run_id = runs.run_id)
-            as peak_nodes,
-        (select max(cpu_allocated) from alloc_at where alloc_at.run_id = runs.run_id)
-            as peak_cpu_allocated,
-        (select max(mem_allocated) from alloc_at where alloc_at.run_id = runs.run_id)
-            as peak_mem_allocated,
-        (select sum(duration_s) from task_runs
-         where task_runs.run_id = runs.run_id and task_runs.outcome <> 'unschedulable'
-           and task_runs.submit_s <= coalesce(runs.measured_to_s, task_runs.submit_s))
-            as offered_task_s
+        node_peaks.peak_nodes,
+        alloc_peaks.peak_cpu_allocated,
+        alloc_peaks.peak_mem_allocated,
+        offered.offered_task_s
     from runs
+    left join node_peaks using (run_id)
+    left join alloc_peaks using (run_id)
+    left join offered using (run_id)
 )
 
 select * from final
