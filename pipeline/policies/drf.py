@@ -36,9 +36,9 @@ from pipeline.errors import UsageError
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.nodeindex import (
     NodeIndex,
+    _least_used,
     _update,
     dominated_by_failure,
-    least_allocated,
     remember_failure,
 )
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
@@ -148,7 +148,7 @@ def drf_fill(req, user, usage, weight, inv_total, cap, w_alloc, w_ncont, w_up, k
                 continue
             if dominated_by_failure(failed, n_failed, rc, rm, rg):
                 continue
-            nd = least_allocated(rc, rm, rg, root, left, right, agg, val, stack)
+            nd = _least_used(skey, sfree, rc, rm, rg, stack)
             if nd < 0:  # anything at least as large fits nowhere either this round
                 n_failed = remember_failure(failed, n_failed, rc, rm, rg)
                 continue
@@ -157,7 +157,7 @@ def drf_fill(req, user, usage, weight, inv_total, cap, w_alloc, w_ncont, w_up, k
                 usage[u, k] += req[i, k]
             w_ncont[nd] += 1
             _update(nd, cap, w_alloc, w_ncont, w_up, 1.0, key, val, pri, left, right, parent,
-                    agg, member, root, skey, sfree, cnt, True)
+                    agg, member, root, skey, sfree, cnt)
             out_req[c] = i
             out_node[c] = nd
             c += 1

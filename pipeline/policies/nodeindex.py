@@ -128,26 +128,16 @@ def _least_used(skey, sfree, rc, rm, rg, stack):
     return best_i
 
 
-@njit(cache=True, inline="always")
-def least_allocated(rc, rm, rg, root, left, right, agg, val, stack):
-    """Least allocated first on an index whose treap holds every up node: its leftmost node
-    that fits, i.e. the smallest key, then the lowest slot (what :func:`_least_used` finds
-    on the segment tree, in O(log n) where that search wades through nodes light on memory
-    but out of cpu)."""
-    return leftmost(root[0], rc, rm, rg, -np.inf, left[0], right[0], agg[0], val, stack)
-
-
 @njit(cache=True, nogil=True)
 def _update(nd, cap, alloc, ncont, up, thr, key, val, pri, left, right, parent, agg, member,
-            root, skey, sfree, cnt, all_up=False):
-    """Re-file node ``nd`` after its allocation or state changed (``all_up``: the treap holds
-    every up node, else the busy ones)."""
+            root, skey, sfree, cnt):
+    """Re-file node ``nd`` after its allocation or state changed."""
     for tr in range(root.shape[0]):
         if member[tr, nd]:
             erase(root[tr:tr + 1], member[tr], nd, left[tr], right[tr], parent[tr], agg[tr],
                   val, pri)
     _node_state(nd, cap, alloc, ncont, thr, key, val)
-    if up[nd] and (all_up or ncont[nd] > 0):
+    if up[nd] and ncont[nd] > 0:
         for tr in range(root.shape[0]):
             insert(root[tr:tr + 1], member[tr], nd, left[tr], right[tr], parent[tr], agg[tr],
                    val, key, pri)
@@ -220,11 +210,11 @@ def sync(changed, alloc, ncont, state, w_alloc, w_ncont, w_up, todo):
 
 @njit(cache=True, nogil=True)
 def update_nodes(todo, cap, alloc, ncont, up, thr, key, val, pri, left, right, parent, agg,
-                 member, root, skey, sfree, cnt, all_up):
+                 member, root, skey, sfree, cnt):
     """Re-file the nodes in ``todo`` one by one."""
     for j in range(todo.shape[0]):
         _update(todo[j], cap, alloc, ncont, up, thr, key, val, pri, left, right, parent, agg,
-                member, root, skey, sfree, cnt, all_up)
+                member, root, skey, sfree, cnt)
 
 
 @njit(cache=True, inline="always")
@@ -256,7 +246,7 @@ _NO_INPUTS = np.zeros((0, 0), np.int64)
 @njit(cache=True, nogil=True)
 def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, key, val, pri,
                 left, right, parent, agg, member, root, skey, sfree, cnt, stack, inputs,
-                out_req, out_node, all_up):
+                out_req, out_node):
     """Place requests in order; return how many were placed (``out_*`` hold the pairs).
 
     ``packing`` False: least allocated first.  True: the medium node with the highest usage
@@ -297,8 +287,6 @@ def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, k
             if nd < 0:
                 nd = leftmost(root[0], rc, rm, rg, -np.inf, left[0], right[0], agg[0], val,
                               stack)
-        elif all_up:
-            nd = least_allocated(rc, rm, rg, root, left, right, agg, val, stack)
         else:
             nd = _least_used(skey, sfree, rc, rm, rg, stack)
         if nd < 0:
@@ -310,7 +298,7 @@ def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, k
             w_alloc[nd, k] += req[i, k]
         w_ncont[nd] += 1
         _update(nd, cap, w_alloc, w_ncont, w_up, thr, key, val, pri, left, right, parent, agg,
-                member, root, skey, sfree, cnt, all_up)
+                member, root, skey, sfree, cnt)
         out_req[c] = i
         out_node[c] = nd
         c += 1
@@ -319,7 +307,7 @@ def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, k
 
 @njit(cache=True, nogil=True)
 def place_named(order, req, node, cap, w_alloc, w_ncont, w_up, thr, key, val, pri, left,
-                right, parent, agg, member, root, skey, sfree, cnt, out, all_up):
+                right, parent, agg, member, root, skey, sfree, cnt, out):
     """Place requests ``order`` (in order) each on its own node ``node[i]`` where that node is
     up and has room (the index's room, so the core never refuses it); return how many were
     placed (``out`` holds their request indices)."""
@@ -335,7 +323,7 @@ def place_named(order, req, node, cap, w_alloc, w_ncont, w_up, thr, key, val, pr
             w_alloc[nd, k] += req[i, k]
         w_ncont[nd] += 1
         _update(nd, cap, w_alloc, w_ncont, w_up, thr, key, val, pri, left, right, parent, agg,
-                member, root, skey, sfree, cnt, all_up)
+                member, root, skey, sfree, cnt)
         out[c] = i
         c += 1
     return c
@@ -349,11 +337,7 @@ class NodeIndex:
         p = 1
         while p < max(n_nodes, 1):
             p *= 2
-        # one treap: of the busy nodes for packing, else of every up node (least allocated
-        # first is then its leftmost node that fits: the segment tree's per-slot search
-        # wades through nodes light on memory but out of cpu, which a busy cluster has many)
-        trees = 1
-        self.all_up = not busy
+        trees = 1 if busy else 0  # the busy-node treap (packing only)
         self.threshold = threshold
         self.key = np.zeros(n_nodes)
         self.val = np.full((n_nodes, 4), -np.inf)
@@ -392,19 +376,19 @@ class NodeIndex:
                  self.ncont, self.up, todo)
         if m * 8 <= len(self.key):
             update_nodes(todo[:m], nodes.cap, self.alloc, self.ncont, self.up, self.threshold,
-                         *self._arrays()[:-1], self.all_up)
+                         *self._arrays()[:-1])
             return
         rebuild_states(nodes.cap, self.alloc, self.ncont, self.up, self.threshold, self.key,
                        self.val, self.skey, self.sfree, self.cnt)
         if len(self.root):
-            busy = np.flatnonzero(self.up & ((self.ncont > 0) | self.all_up))
+            busy = np.flatnonzero(self.up & (self.ncont > 0))
             order = busy[np.argsort(self.key[busy], kind="stable")]  # ties by slot
             treap.build(order, self.root[0:1], self.member[0], self.left[0], self.right[0],
                         self.parent[0], self.agg[0], self.val, self.pri, self.stack)
 
     def _refile(self, cap: np.ndarray, slots: np.ndarray) -> None:
         update_nodes(np.ascontiguousarray(slots, dtype=np.int64), cap, self.alloc,
-                     self.ncont, self.up, self.threshold, *self._arrays()[:-1], self.all_up)
+                     self.ncont, self.up, self.threshold, *self._arrays()[:-1])
 
     def hide(self, nodes: NodeView, slots: np.ndarray) -> None:
         """Take ``slots`` out of placement (e.g. nodes reserved for one request) until
@@ -426,8 +410,7 @@ class NodeIndex:
         out = np.empty(len(order), dtype=np.int64)
         c = place_named(np.ascontiguousarray(order, dtype=np.int64), np.ascontiguousarray(req),
                         np.ascontiguousarray(node, dtype=np.int64), nodes.cap, self.alloc,
-                        self.ncont, self.up, self.threshold, *self._arrays()[:-1], out,
-                        self.all_up)
+                        self.ncont, self.up, self.threshold, *self._arrays()[:-1], out)
         return out[:c]
 
     def place(self, nodes: NodeView, req: np.ndarray, u: np.ndarray | None,
@@ -442,5 +425,5 @@ class NodeIndex:
         c = place_batch(np.ascontiguousarray(req), uu, packing, self.threshold, nodes.cap,
                         capmax, self.alloc, self.ncont, self.up, *self._arrays(),
                         _NO_INPUTS if inputs is None else np.ascontiguousarray(inputs, np.int64),
-                        out_req, out_node, self.all_up)
+                        out_req, out_node)
         return out_req[:c], out_node[:c]

@@ -38,9 +38,9 @@ from numba import njit
 
 from pipeline.policies.locality.gate import pick, refresh_local, taken
 from pipeline.policies.nodeindex import (
+    _least_used,
     _update,
     dominated_by_failure,
-    least_allocated,
     remember_failure,
 )
 
@@ -173,7 +173,7 @@ def _place(i, nd, q, c, req, parent, usage, needs_am, started, am_used, lf, cap,
         w_alloc[nd, k] += req[i, k]
     w_ncont[nd] += 1
     _update(nd, cap, w_alloc, w_ncont, w_up, 1.0, key, val, pri, left, right, parent_t, agg,
-            member, root, skey, sfree, cnt, True)
+            member, root, skey, sfree, cnt)
     a = q
     while a >= 0:
         for k in range(3):
@@ -319,7 +319,7 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
                 continue
             if dominated_by_failure(failed, n_failed, rc, rm, rg):
                 continue
-            dst = least_allocated(rc, rm, rg, root, left, right, agg, val, stack)
+            dst = _least_used(skey, sfree, rc, rm, rg, stack)
             if dst < 0:  # anything at least as large fits nowhere either this round
                 n_failed = remember_failure(failed, n_failed, rc, rm, rg)
                 continue
