@@ -95,7 +95,7 @@ def remember_failure(failed, n_failed, rc, rm, rg):  # pragma: no cover - compil
     return n_failed + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def _least_used(skey, sfree, rc, rm, rg, stack):
     """Lowest slot with the smallest key whose leaf fits, by branch and bound.
 
@@ -128,7 +128,7 @@ def _least_used(skey, sfree, rc, rm, rg, stack):
     return best_i
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def _update(nd, cap, alloc, ncont, up, thr, key, val, pri, left, right, parent, agg, member,
             root, skey, sfree, cnt):
     """Re-file node ``nd`` after its allocation or state changed."""
@@ -167,7 +167,7 @@ def _pick_low(u, cnt, val, rc, rm, rg):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def rebuild_states(cap, alloc, ncont, up, thr, key, val, skey, sfree, cnt):
     """Recompute every node and the whole segment tree (the treap is rebuilt by the caller)."""
     p = skey.shape[0] // 2
@@ -186,7 +186,7 @@ def rebuild_states(cap, alloc, ncont, up, thr, key, val, skey, sfree, cnt):
         cnt[i] = cnt[a] + cnt[b]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def sync(changed, alloc, ncont, state, w_alloc, w_ncont, w_up, todo):
     """Copy the changed nodes' state from the view; list in ``todo`` those that differ.
 
@@ -208,7 +208,7 @@ def sync(changed, alloc, ncont, state, w_alloc, w_ncont, w_up, todo):
     return m
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def update_nodes(todo, cap, alloc, ncont, up, thr, key, val, pri, left, right, parent, agg,
                  member, root, skey, sfree, cnt):
     """Re-file the nodes in ``todo`` one by one."""
@@ -243,7 +243,7 @@ def _add_failure(failed, n_failed, rc, rm, rg):
 _NO_INPUTS = np.zeros((0, 0), np.int64)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, key, val, pri,
                 left, right, parent, agg, member, root, skey, sfree, cnt, stack, inputs,
                 out_req, out_node):
@@ -305,7 +305,7 @@ def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, k
     return c
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def place_named(order, req, node, cap, w_alloc, w_ncont, w_up, thr, key, val, pri, left,
                 right, parent, agg, member, root, skey, sfree, cnt, out):
     """Place requests ``order`` (in order) each on its own node ``node[i]`` where that node is

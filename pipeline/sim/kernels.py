@@ -69,7 +69,7 @@ def heap_pop(ht, hs, hslot, hep, counters):
     ht[i], hs[i], hslot[i], hep[i] = t, q, sl, ep
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def heap_top(ht, hs, hslot, hep, counters, task_epoch):
     """Time of the earliest live completion (stale entries are dropped), or +inf."""
     while counters[HEAP_N] > 0:
@@ -79,7 +79,7 @@ def heap_top(ht, hs, hslot, hep, counters, task_epoch):
     return np.inf
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def complete_until(limit, ht, hs, hslot, hep, counters,
                    t_row, t_job, t_ready, t_first, t_start, t_req, t_used, t_state, t_node,
                    t_attempts, t_pre, t_evi, t_wasted, t_epoch, t_flags, t_loc, t_lastpre,
@@ -251,7 +251,7 @@ def _open_run(s, nd, now, work, first, ht, hs, hslot, hep, counters, t_flags, op
     heap_push(ht, hs, hslot, hep, counters, end, s, t_epoch[s])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def apply_placements(now, req_idx, node_idx, pend_slots, ht, hs, hslot, hep, counters,
                      t_duration, t_req, t_used, t_state, t_node, t_start, t_first,
                      t_attempts, t_epoch, t_flags, open_flag, n_cap, n_alloc, n_used, n_ncont,
@@ -304,7 +304,7 @@ def apply_placements(now, req_idx, node_idx, pend_slots, ht, hs, hslot, hep, cou
     return -1, 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def start_opportunistic(at, slots, nodes, ht, hs, hslot, hep, counters, t_duration, t_req, t_used,
            t_state, t_node, t_start, t_first, t_attempts, t_epoch, t_flags, t_work0,
            t_inp, t_input_mb, t_loc, t_read, t_extra, t_since, open_flag, inputs_flag,
@@ -340,7 +340,7 @@ def start_opportunistic(at, slots, nodes, ht, hs, hslot, hep, counters, t_durati
                   t_epoch, n_rack, n_speed, read_rate, t_run_end)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def nm_arrivals(slots, nodes, req, cap, alloc, oalloc, queued, max_queue, eps, action):
     """What each NodeManager does with arriving opportunistic containers, in order: 0 start
     (its queue is empty and the container fits the unallocated room), 1 queue (fewer than
@@ -368,7 +368,7 @@ def nm_arrivals(slots, nodes, req, cap, alloc, oalloc, queued, max_queue, eps, a
             action[i] = 2
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def nm_fifo_starts(flat, indptr, nodes, req, cap, alloc, oalloc, room, use_room, eps, go):
     """How many queued containers start from the head of each node's queue (``flat`` in
     CSR form by ``indptr``): FIFO while the head fits the unallocated room or, with
