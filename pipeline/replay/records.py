@@ -9,8 +9,8 @@ complete when it holds as many records as it has rows: from then on its rows can
 soon as the buckets it spans are complete; its Parquet encoding and compression run outside
 the GIL, beside the core.  (The core's numba kernels keep the GIL: releasing it at each of
 their many short calls let the writer's Python work hold the core up for whole switch
-intervals, which made a 1 M-task replay's core 1.7 times slower.)  The file is the same, byte for byte, as one written after the replay:
-the same batches go out in the same order.
+intervals, which made a 1 M-task replay's core 1.7 times slower.)  The file is the same,
+byte for byte, as one written after the replay: the same batches go out in the same order.
 """
 
 from __future__ import annotations
