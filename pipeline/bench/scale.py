@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pipeline.errors import UsageError
+from pipeline.errors import TraceError, UsageError
 
 STAGES = ("workload", "replay", "load")
 
@@ -51,6 +51,12 @@ def scale_bench(counts: list[int], policy: str = "yarn-uniform", machines: int =
                 seed: int = 0, params: dict[str, Any] | None = None,
                 cluster: str = "fixed", workdir: Path | None = None) -> Iterator[dict[str, Any]]:
     """Run every stage at every task count; yield one record per stage as it ends."""
+    from pipeline.policies import policy_class, resolve_params
+    from pipeline.replay.options import CLUSTER_PARAMS
+
+    # refuse a misspelt policy or parameter now, not after the first workload is written
+    resolve_params(policy_class(policy), {k: v for k, v in (params or {}).items()
+                                          if k not in CLUSTER_PARAMS})
     for tasks in counts:
         with tempfile.TemporaryDirectory(dir=workdir, prefix="tracereplay-scale-") as tmp:
             job = {"dir": tmp, "tasks": tasks, "machines": machines, "seed": seed,
@@ -68,10 +74,12 @@ def _in_child(stage: str, job: dict[str, Any]) -> dict[str, Any]:
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - started
+    figures = json.loads(out) if proc.returncode in (0, 1) and out.strip() else {}
+    if "error" in figures:  # a user error in the child (e.g. a bad cluster option): one line
+        raise UsageError(f"bench --scale, stage {stage}: {figures['error']}")
     if proc.returncode != 0:
         last = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
         raise RuntimeError(f"bench stage {stage} failed: {last[0]}")
-    figures = json.loads(out)
     timed = figures.pop("timed_s", wall)
     cpu = usage.ru_utime + usage.ru_stime
     return {"wall_s": round(timed, 3), "tasks_per_s": round(job["tasks"] / max(timed, 1e-9), 1),
@@ -113,4 +121,8 @@ def _stage(stage: str, job: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(_stage(sys.argv[1], json.loads(sys.argv[2]))))
+    try:
+        print(json.dumps(_stage(sys.argv[1], json.loads(sys.argv[2]))))
+    except TraceError as exc:  # the parent reports it as one line
+        print(json.dumps({"error": str(exc)}))
+        sys.exit(1)

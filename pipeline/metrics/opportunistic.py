@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from pipeline.metrics.tasks import column_total, quantile
-
 OPP_COLUMNS = ("opportunistic", "opp_starts", "opp_kills", "opp_pauses", "opp_shed",
                "opp_queue_s", "opp_wasted_s")
 
@@ -57,11 +55,6 @@ def touched() -> pl.Expr:
     return (pl.col("opp_starts").fill_null(0) > 0) | pl.col("opportunistic").fill_null(False)
 
 
-def opp_count(task_runs: pl.DataFrame, column: str, on: bool) -> float | None:
-    """The sum of a per-task count or time (``opp_starts``, ``opp_kills``, ...), None if off."""
-    return column_total(task_runs, column) if on else None
-
-
 def opp_finished(task_runs: pl.DataFrame, on: bool) -> int | None:
     """Tasks that finished on an opportunistic container (their last run), None if off."""
     if not on:
@@ -76,22 +69,6 @@ def opp_queue_times(task_runs: pl.DataFrame) -> pl.DataFrame:
         pl.col("opp_queue_s").fill_null(0.0))
 
 
-def opp_queue_quantile_s(task_runs: pl.DataFrame, q: float, on: bool) -> float | None:
-    """The ``q`` quantile of NM queueing time over tasks with an opportunistic start."""
-    return quantile(opp_queue_times(task_runs), "opp_queue_s", q) if on else None
-
-
-def guaranteed_jobs(task_runs: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
-    """``jobs`` (``job_id``, ``jct_s``) none of whose tasks ever started opportunistic."""
-    return without(jobs, task_runs.filter(touched()).select("job_id").unique())
-
-
 def without(jobs: pl.DataFrame, touched_jobs: pl.DataFrame) -> pl.DataFrame:
     """``jobs`` but the ones in ``touched_jobs`` (``job_id``)."""
     return jobs.join(touched_jobs, on="job_id", how="anti")
-
-
-def jct_guaranteed_quantile_s(task_runs: pl.DataFrame, jobs: pl.DataFrame, q: float,
-                              on: bool) -> float | None:
-    """The ``q`` quantile of job completion time over the jobs that ran guaranteed only."""
-    return quantile(guaranteed_jobs(task_runs, jobs), "jct_s", q) if on else None

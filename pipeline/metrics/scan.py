@@ -31,6 +31,8 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
+from pipeline.metrics.tasks import combine_jobs, job_partials
+
 BATCH_ROWS = 1 << 19
 
 Total = Callable[[pl.DataFrame], Any]  # a number, or a tuple of numbers
@@ -88,7 +90,7 @@ class TaskScan:
             for name, fn in kept.items():
                 parts[name].append(fn(batch).to_numpy())
             if "job_id" in batch.columns:
-                jobs = _combine_jobs(pl.concat([jobs, _job_partials(batch)]))
+                jobs = combine_jobs(pl.concat([jobs, job_partials(batch)]))
                 if touch is not None:
                     touched = pl.concat([touched, batch.filter(touch).select(
                         pl.col("job_id").cast(pl.String))]).unique()
@@ -99,16 +101,3 @@ class TaskScan:
 
 _JOB_SCHEMA = pl.DataFrame(schema={"job_id": pl.String, "done": pl.Boolean,
                                    "end_s": pl.Float64, "submit_s": pl.Float64})
-
-
-def _job_partials(batch: pl.DataFrame) -> pl.DataFrame:
-    """Per job of one batch: all its tasks here finished, their latest end, first submit."""
-    return batch.group_by(pl.col("job_id").cast(pl.String)).agg(
-        (pl.col("outcome") == "finished").all().alias("done"),
-        pl.col("end_s").max(), pl.col("submit_s").min())
-
-
-def _combine_jobs(partials: pl.DataFrame) -> pl.DataFrame:
-    """One row per job from partial rows (all / max / min: exact, in any order)."""
-    return partials.group_by("job_id").agg(
-        pl.col("done").all(), pl.col("end_s").max(), pl.col("submit_s").min())

@@ -32,7 +32,6 @@ import polars as pl
 
 from pipeline.metrics.cluster import task_busy_s
 from pipeline.metrics.opportunistic import switched_on
-from pipeline.metrics.tasks import column_total
 
 SPEC_COLUMNS = ("spec_copies", "spec_won", "spec_machine_id", "spec_start_s", "spec_run_s",
                 "spec_wasted_s")
@@ -70,11 +69,6 @@ def speculation_on(task_runs: pl.DataFrame, speculation: bool | None = None) -> 
                        spec_active(task_runs) if has and speculation is None else 0)
 
 
-def spec_launched(task_runs: pl.DataFrame, on: bool) -> int | None:
-    """Speculative copies launched, all tasks (sum of ``spec_copies``); None if off."""
-    return int(column_total(task_runs, "spec_copies")) if on else None
-
-
 def spec_won(task_runs: pl.DataFrame, on: bool) -> int | None:
     """Tasks whose result came from a copy (``spec_won``); None if off."""
     if not on:
@@ -82,30 +76,10 @@ def spec_won(task_runs: pl.DataFrame, on: bool) -> int | None:
     return int(task_runs.select(pl.col("spec_won").fill_null(False).sum()).item() or 0)
 
 
-def spec_wasted_task_s(task_runs: pl.DataFrame, on: bool) -> float | None:
-    """Run time of the attempts that lost to their twin (sum of ``spec_wasted_s``)."""
-    return column_total(task_runs, "spec_wasted_s") if on else None
-
-
-def spec_run_task_s(task_runs: pl.DataFrame, on: bool) -> float | None:
-    """Run time of every speculative copy (sum of ``spec_run_s``); None if off."""
-    return column_total(task_runs, "spec_run_s") if on else None
-
-
 def own_run_task_s(task_runs: pl.DataFrame, end_s: float, start_s: float = -math.inf
                    ) -> float:
     """Run time of the tasks' own attempts inside the window (``util_alloc_*``'s basis)."""
     return float(task_runs.select(task_busy_s(end_s, start_s).sum()).item() or 0.0)
-
-
-def spec_extra_pct(task_runs: pl.DataFrame, on: bool, end_s: float,
-                   start_s: float = -math.inf) -> float | None:
-    """``spec_run_task_s`` as a percent of the tasks' own run time; None if off or no task
-    ran."""
-    if not on:
-        return None
-    return extra_pct(column_total(task_runs, "spec_run_s"),
-                     own_run_task_s(task_runs, end_s, start_s))
 
 
 def extra_pct(copies_s: float, own_s: float) -> float | None:

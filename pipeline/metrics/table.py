@@ -124,10 +124,8 @@ class RunFrames:
 
     @cached_property
     def jobs(self) -> pl.DataFrame:
-        """Per job whose tasks all finished: ``job_id``, ``jct_s`` (as
-        :func:`pipeline.metrics.tasks.job_completion_time`)."""
-        return self.gathered.jobs.filter(pl.col("done")).select(
-            "job_id", (pl.col("end_s") - pl.col("submit_s")).alias("jct_s"))
+        """Per job whose tasks all finished: ``job_id``, ``jct_s``."""
+        return t.finished_jobs(self.gathered.jobs)
 
     @cached_property
     def opp_on(self) -> bool:
@@ -154,9 +152,6 @@ class RunFrames:
             return None
         return self.total(column) / 1024.0
 
-    def layer_total(self, name: str, on: bool) -> float | None:
-        return self.total(name) if on else None
-
     @cached_property
     def fairness(self) -> FairnessIndices:
         return fairness_indices(self.scan.lazy(), self.node_intervals, self.end_s)
@@ -170,8 +165,10 @@ def _cluster(fn: Callable[..., float | None]) -> Metric:
 Metric = Callable[[RunFrames], float | int | None]
 
 
-def _q(column: str, q: float) -> Metric:
-    return lambda r: t.quantile(r.kept(column), column, q)
+def _q(column: str, q: float, on: str | None = None) -> Metric:
+    """A quantile of kept values (``on``: a layer's flag, None without the layer)."""
+    return lambda r: (t.quantile(r.kept(column), column, q)
+                      if on is None or getattr(r, on) else None)
 
 
 def _jct_q(q: float) -> Metric:
@@ -190,13 +187,10 @@ def _count(name: str) -> Metric:
     return lambda r: r.total(name)
 
 
-def _opp(name: str) -> Metric:
-    """The run's total of a per-task opportunistic column; None without the layer."""
-    return lambda r: r.layer_total(name, r.opp_on)
-
-
-def _spec(name: str) -> Metric:
-    return lambda r: r.layer_total(name, r.spec_on)
+def _layer(name: str, on: str) -> Metric:
+    """A total of a layer's per-task column (``on``: ``opp_on`` or ``spec_on``); None
+    without the layer."""
+    return lambda r: r.total(name) if getattr(r, on) else None
 
 
 def _guaranteed_q(q: float) -> Metric:
@@ -239,20 +233,20 @@ METRICS: dict[str, tuple[str, Metric]] = {
     "preemptions_per_task_max": ("count", _q("preemptions", 1.0)),
     "evictions": ("count", _count("evictions")),
     "wasted_task_s": ("s", _count("wasted_task_s")),
-    "opp_started": ("count", _opp("opp_starts")),
-    "opp_killed": ("count", _opp("opp_kills")),
-    "opp_paused": ("count", _opp("opp_pauses")),
-    "opp_shed": ("count", _opp("opp_shed")),
-    "opp_finished": ("count", _opp("opp_finished")),
-    "opp_wasted_task_s": ("s", _opp("opp_wasted_s")),
-    "opp_queue_p50_s": ("s", lambda r: _q("opp_queue_s", 0.50)(r) if r.opp_on else None),
-    "opp_queue_p95_s": ("s", lambda r: _q("opp_queue_s", 0.95)(r) if r.opp_on else None),
+    "opp_started": ("count", _layer("opp_starts", "opp_on")),
+    "opp_killed": ("count", _layer("opp_kills", "opp_on")),
+    "opp_paused": ("count", _layer("opp_pauses", "opp_on")),
+    "opp_shed": ("count", _layer("opp_shed", "opp_on")),
+    "opp_finished": ("count", _layer("opp_finished", "opp_on")),
+    "opp_wasted_task_s": ("s", _layer("opp_wasted_s", "opp_on")),
+    "opp_queue_p50_s": ("s", _q("opp_queue_s", 0.50, "opp_on")),
+    "opp_queue_p95_s": ("s", _q("opp_queue_s", 0.95, "opp_on")),
     "jct_guaranteed_p50_s": ("s", _guaranteed_q(0.50)),
     "jct_guaranteed_p95_s": ("s", _guaranteed_q(0.95)),
-    "spec_launched": ("count", _spec("spec_copies")),
-    "spec_won": ("count", _spec("spec_won")),
-    "spec_wasted_task_s": ("s", _spec("spec_wasted_s")),
-    "spec_run_task_s": ("s", _spec("spec_run_s")),
+    "spec_launched": ("count", _layer("spec_copies", "spec_on")),
+    "spec_won": ("count", _layer("spec_won", "spec_on")),
+    "spec_wasted_task_s": ("s", _layer("spec_wasted_s", "spec_on")),
+    "spec_run_task_s": ("s", _layer("spec_run_s", "spec_on")),
     "spec_extra_pct": ("%", lambda r: s.extra_pct(r.total("spec_run_s"), r.total("own_run_s"))
                        if r.spec_on else None),
 }

@@ -30,15 +30,30 @@ def quantile(frame: pl.DataFrame, column: str, q: float) -> float | None:
     return None if value is None else float(value)
 
 
+def job_partials(task_runs: pl.DataFrame) -> pl.DataFrame:
+    """Per job of some task rows: whether they all finished (``done``), their latest end and
+    first submit.  Partials of several batches combine (:func:`combine_jobs`) into the
+    job's own, in any order."""
+    return task_runs.group_by(pl.col("job_id").cast(pl.String)).agg(
+        (pl.col("outcome") == "finished").all().alias("done"),
+        pl.col("end_s").max(), pl.col("submit_s").min())
+
+
+def combine_jobs(partials: pl.DataFrame) -> pl.DataFrame:
+    """One row per job from partial rows (all / max / min: exact, in any order)."""
+    return partials.group_by("job_id").agg(
+        pl.col("done").all(), pl.col("end_s").max(), pl.col("submit_s").min())
+
+
+def finished_jobs(jobs: pl.DataFrame) -> pl.DataFrame:
+    """Per job whose tasks all finished: ``job_id``, ``jct_s`` (last end - first submit)."""
+    return jobs.filter(pl.col("done")).select(
+        "job_id", (pl.col("end_s") - pl.col("submit_s")).alias("jct_s"))
+
+
 def job_completion_time(task_runs: pl.DataFrame) -> pl.DataFrame:
     """Per job whose tasks all finished: ``job_id``, ``jct_s``."""
-    return (
-        task_runs.group_by("job_id")
-        .agg((pl.col("outcome") == "finished").all().alias("done"),
-             (pl.col("end_s").max() - pl.col("submit_s").min()).alias("jct_s"))
-        .filter(pl.col("done"))
-        .select("job_id", "jct_s")
-    )
+    return finished_jobs(job_partials(task_runs))
 
 
 def jct_quantile_s(task_runs: pl.DataFrame, q: float) -> float | None:

@@ -69,3 +69,14 @@ def test_bench_scale_error_is_one_line() -> None:
     result = CliRunner().invoke(app, ["bench", "--scale", "many"])
     assert result.exit_code != 0
     assert "--scale" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("setting", ["bogus=1", "min_nodes=-3"])
+def test_bench_scale_bad_setting_is_one_line(setting: str) -> None:
+    """A misspelt policy parameter is refused before any stage; a cluster option the child
+    refuses comes back as the same one line (no traceback either way)."""
+    result = CliRunner().invoke(app, ["bench", "--scale", "50", "--machines", "5",
+                                      "--set", setting])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1].startswith("tracereplay: error:")
