@@ -122,6 +122,27 @@ TASK_USAGE = pa.schema(
 # (times and clipped values pass through float arithmetic).
 USAGE_TOLERANCE = 1e-6
 
+# Optional columns of the policy families: kept (cast to their type, after the canonical
+# columns) when an adapter writes them, never added by ``conform``, so a trace without GPUs,
+# gangs or runtime estimates keeps its bytes.  Meanings:
+# - ``machines.gpu_model``: the GPU model of the machine's devices (null: none or unknown);
+#   a machine's ``gpu`` counts its devices (a whole number).
+# - ``tasks.gpu_spec``: GPU models the task may run on (null: any).  A task's ``gpu`` below 1
+#   is a share of one device (GPU sharing: the share must fit on a single device); 1 or more
+#   is that many whole devices (a whole number).
+# - ``tasks.gang_id``: tasks with the same gang start together or not at all (distributed
+#   training instances).
+# - ``tasks.requested_s``: the run time the user asked for (an HPC job's wall-time limit, the
+#   estimate backfilling plans with), > 0.
+EXTENSIONS: dict[str, pa.Schema] = {
+    "machines": pa.schema([pa.field("gpu_model", pa.string())]),
+    "tasks": pa.schema([
+        pa.field("gpu_spec", pa.list_(pa.string())),
+        pa.field("gang_id", pa.string()),
+        pa.field("requested_s", pa.float64()),
+    ]),
+}
+
 TABLES: dict[str, pa.Schema] = {
     "machines": MACHINES,
     "jobs": JOBS,
@@ -171,8 +192,13 @@ def conform(table: pa.Table, name: str) -> pa.Table:
             col = pa.nulls(n, field.type) if value is None else pa.array([value] * n, field.type)
         columns.append(col)
         fields.append(pa.field(field.name, field.type))
+    extensions = EXTENSIONS.get(name, pa.schema([]))
     for extra in table.column_names:
-        if extra not in schema.names:
+        if extra in extensions.names:
+            kind = extensions.field(extra).type
+            columns.append(table.column(extra).cast(kind))
+            fields.append(pa.field(extra, kind))
+        elif extra not in schema.names:
             columns.append(table.column(extra))
             fields.append(table.schema.field(extra))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))

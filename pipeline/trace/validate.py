@@ -89,6 +89,19 @@ ROW_CHECKS: list[tuple[str, str, str, str]] = [
      "input_mb < 0 OR isinf(input_mb) OR isnan(input_mb)", "task_id"),
     ("tasks", "mem_used must be >= 0", "mem_used < 0 OR isinf(mem_used)", "task_id"),
     ("tasks", "task depends on itself", "list_contains(depends_on, task_id)", "task_id"),
+    # GPUs are devices: a machine has a whole number; a task asks for a share of one device
+    # (below 1) or whole devices.
+    ("machines", "gpu must be a whole number of devices", "gpu <> floor(gpu)", "machine_id"),
+    ("tasks", "gpu of 1 or more must be a whole number of devices (a share is below 1)",
+     "gpu > 1 AND gpu <> floor(gpu)", "task_id"),
+]
+
+# Checks on the family columns of schema.EXTENSIONS, run when the column is present.
+EXTENSION_CHECKS: list[tuple[str, str, str, str, str]] = [
+    ("tasks", "requested_s", "requested_s must be finite and > 0",
+     "requested_s IS NOT NULL AND (NOT isfinite(requested_s) OR requested_s <= 0)", "task_id"),
+    ("tasks", "gpu_spec", "gpu_spec given on a task that asks for no GPU",
+     "len(gpu_spec) > 0 AND NOT (coalesce(gpu, 0) > 0)", "task_id"),
 ]
 
 
@@ -192,6 +205,14 @@ def _row_checks(con: duckdb.DuckDBPyConnection, report: Report, present: set) ->
         if table in present:
             _count_problem(con, report, table, check,
                            f"SELECT {key} FROM {table} WHERE {where}")
+    for table, column, check, where, key in EXTENSION_CHECKS:
+        if table in present and column in _columns(con, f"raw_{table}"):
+            _count_problem(con, report, table, check,
+                           f"SELECT {key} FROM raw_{table} WHERE {where}")
+
+
+def _columns(con: duckdb.DuckDBPyConnection, view: str) -> set[str]:
+    return {r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()}
 
 
 def _key_checks(con: duckdb.DuckDBPyConnection, report: Report, present: set) -> None:
