@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from pipeline.trace.io import PartWriter, write_table
 from pipeline.trace.manifest import Manifest
-from pipeline.trace.schema import JOBS, MACHINES, TASKS, conform
+from pipeline.trace.schema import EXTENSIONS, JOBS, MACHINES, TASKS, conform
 
 UNITS = {"cpu": "cores", "mem": "GiB", "gpu": "devices", "time": "seconds"}
 
@@ -29,10 +29,10 @@ def _table(rows: Sequence[dict[str, Any]] | pa.Table, schema: pa.Schema,
            name: str) -> pa.Table:
     if isinstance(rows, pa.Table):
         return conform(rows, name)
-    cols = {f.name: [r.get(f.name) for r in rows] for f in schema if any(f.name in r
-                                                                          for r in rows)}
-    return conform(pa.table({k: pa.array(v, schema.field(k).type) for k, v in cols.items()},
-                            ) if cols else schema.empty_table(), name)
+    fields = list(schema) + list(EXTENSIONS.get(name, pa.schema([])))  # family columns too
+    cols = {f.name: pa.array([r.get(f.name) for r in rows], f.type) for f in fields
+            if any(f.name in r for r in rows)}
+    return conform(pa.table(cols) if cols else schema.empty_table(), name)
 
 
 def write_trace(directory: Path, machines: Sequence[dict[str, Any]] | pa.Table,

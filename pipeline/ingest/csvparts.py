@@ -231,6 +231,8 @@ def _typed(frame: pl.DataFrame, table: RawTable, ledger: Ledger, rel: str) -> pl
         raw = pl.col(col.name).str.strip_chars()
         if col.dtype == STR:
             casts.append(pl.when(raw == "").then(None).otherwise(raw).alias(col.name))
+            if col.mandatory:  # as on the fast path (_check_mandatory)
+                checks.append((raw.is_null() | (raw == "")).alias(f"missing_value:{col.name}"))
             continue
         parsed = _number(raw, col.dtype)
         casts.append(parsed.alias(col.name))

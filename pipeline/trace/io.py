@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from pipeline.errors import TraceError
 from pipeline.trace.outdir import atomic_dir, replace_dir
-from pipeline.trace.schema import TABLES, conform
+from pipeline.trace.schema import EXTENSIONS, TABLES, conform
 
 __all__ = [
     "PartWriter", "atomic_dir", "has_table", "iter_batches", "part_files", "read_table",
@@ -97,11 +97,17 @@ class PartWriter:
         self._part = 0
         self._in_part = 0
         self._writer: pq.ParquetWriter | None = None
-        self._schema = TABLES[name]
+        self._schema: pa.Schema | None = None
 
     def write(self, table: pa.Table) -> None:
-        """Append rows (conformed to the canonical schema)."""
-        table = conform(table, self.name).select(self._schema.names).cast(self._schema)
+        """Append rows (conformed to the canonical schema, with the family columns of
+        ``EXTENSIONS`` the first rows bring: later rows without one get nulls)."""
+        table = conform(table, self.name)
+        if self._schema is None:
+            self._schema = _part_schema(self.name, table.column_names)
+        table = pa.table([table.column(f.name) if f.name in table.column_names
+                          else pa.nulls(table.num_rows, f.type) for f in self._schema],
+                         schema=self._schema)
         offset = 0
         while offset < table.num_rows:
             if self._writer is None or self._in_part >= self.part_rows:
@@ -117,6 +123,8 @@ class PartWriter:
         if self._writer is not None:
             self._writer.close()
         path = self.root / f"part-{self._part:05d}.parquet"
+        if self._schema is None:
+            self._schema = TABLES[self.name]
         self._writer = pq.ParquetWriter(path, self._schema, compression="zstd")
         self._part += 1
         self._in_part = 0
@@ -127,6 +135,12 @@ class PartWriter:
             self._open_next()
         assert self._writer is not None
         self._writer.close()
+
+
+def _part_schema(name: str, columns: list[str]) -> pa.Schema:
+    """The canonical schema of ``name`` plus the family columns among ``columns``."""
+    extensions = EXTENSIONS.get(name, pa.schema([]))
+    return pa.schema(list(TABLES[name]) + [f for f in extensions if f.name in columns])
 
 
 def _read_file(path: Path) -> pa.Table:
