@@ -12,7 +12,9 @@ not a trace built without it.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pipeline import __version__
 from pipeline.errors import TraceError
@@ -49,10 +51,12 @@ def _raw_megabytes(adapter: Adapter, src: Path) -> float:
     return total / 1e6
 
 
-def ingest(fmt: str, src: Path, out: Path, progress: bool = False) -> Manifest:
+def ingest(fmt: str, src: Path, out: Path, progress: bool = False,
+           options: Mapping[str, Any] | None = None) -> Manifest:
     """Ingest the raw published files of format ``fmt`` under ``src`` into ``out``
-    (``progress``: show how much of the raw data was read, :mod:`pipeline.progress`)."""
-    adapter = make_adapter(fmt)
+    (``progress``: show how much of the raw data was read, :mod:`pipeline.progress`;
+    ``options``: the adapter's options, ``ingest --set KEY=VALUE``)."""
+    adapter = make_adapter(fmt, **dict(options or {}))
     src, out = Path(src), Path(out)
     if not src.is_dir():
         raise TraceError("source directory not found", src)
@@ -65,6 +69,7 @@ def ingest(fmt: str, src: Path, out: Path, progress: bool = False) -> Manifest:
         manifest = Manifest(source_format=fmt, created_by=f"tracereplay {__version__}")
         manifest.sources = _Sources(shown)
         adapter.run(src, tmp, ledger, manifest)
+        record_options(adapter, manifest)
         manifest.sources = list(manifest.sources)
         require_usable_rows(adapter, src, ledger)
         ledger.fill(manifest)
@@ -79,6 +84,19 @@ def ingest(fmt: str, src: Path, out: Path, progress: bool = False) -> Manifest:
         manifest.digest = content_digest(tmp, json.loads(manifest.to_json()))
         manifest.write(tmp)
     return manifest
+
+
+def record_options(adapter: Adapter, manifest: Manifest) -> None:
+    """Note the adapter's options as used, defaults included, in ``manifest.notes["options"]``.
+
+    Read back from the adapter's attributes (a constructor stores each option under its
+    name).  Notes are provenance, outside the trace identity: an option that changes the
+    tables changes the digest through them.  Adapters without options get no note.
+    """
+    declared: dict[str, str] = getattr(adapter, "options", {})
+    if declared:
+        used = {name: getattr(adapter, name) for name in sorted(declared)}
+        manifest.notes["options"] = json.dumps(used, sort_keys=True, default=str)
 
 
 def require_usable_rows(adapter: Adapter, src: Path, ledger: Ledger) -> None:
