@@ -22,14 +22,18 @@ from pipeline.errors import UsageError
 from pipeline.generate.alibaba2018 import generate_alibaba2018
 from pipeline.generate.burst import Burst
 from pipeline.generate.google2011 import generate_google2011
+from pipeline.generate.google2019 import generate_google2019
+from pipeline.generate.openb import generate_openb
 from pipeline.generate.swim import generate_swim
 from pipeline.ingest.window import GENERATED
 from pipeline.trace.io import atomic_dir
 
 GENERATORS: dict[str, Callable[..., dict]] = {
     "google2011": generate_google2011,
+    "google2019": generate_google2019,
     "alibaba2018": generate_alibaba2018,
     "swim": generate_swim,
+    "alibaba-gpu2023": generate_openb,
 }
 
 
