@@ -78,8 +78,9 @@ def _fail(error: TraceError) -> NoReturn:
 @user_errors
 def generate(
     out: Annotated[Path, typer.Argument(help="Directory to write the raw trace into.")],
-    fmt: Annotated[str, typer.Option("--format", help="google2011, alibaba2018 or swim.")
-                   ] = "google2011",
+    fmt: Annotated[str, typer.Option(
+        "--format", help="google2011, google2019, alibaba2018, alibaba-gpu2023 or swim."
+    )] = "google2011",
     machines: Annotated[int, typer.Option(help="Number of machines.")] = 200,
     hours: Annotated[float, typer.Option(help="Length of the trace window in hours.")] = 24.0,
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same bytes).")] = 0,
@@ -116,16 +117,20 @@ def generate(
 @user_errors
 def ingest(
     fmt: Annotated[str, typer.Argument(
-        help="Source format: google2011, alibaba2017, alibaba2018, swim or sls.")],
+        help="Source format: google2011, google2019, alibaba2017, alibaba2018, "
+             "alibaba-gpu2020, alibaba-gpu2023, swim, sls or swf.")],
     src: Annotated[Path, typer.Argument(help="Directory holding the raw published files.")],
     out: Annotated[Path, typer.Argument(help="Canonical trace directory to write.")],
     progress: Annotated[bool, typer.Option(
         "--progress/--no-progress", help="Show how much raw data was read (stderr).")] = True,
+    settings: Annotated[list[str] | None, typer.Option(
+        "--set", help="Adapter option KEY=VALUE (repeatable), e.g. swf: size=allocated; "
+                      "recorded in the manifest's notes.")] = None,
 ) -> None:
     """Read the raw published files of FMT from SRC and write a canonical trace to OUT."""
     from pipeline.ingest.stage import ingest as run_ingest
 
-    manifest = run_ingest(fmt, src, out, progress)
+    manifest = run_ingest(fmt, src, out, progress, parse_settings(settings))
     rejected = {t: sum(r.values()) for t, r in manifest.rows_rejected.items()}
     typer.echo(json.dumps({"out": str(out), "rows": manifest.rows,
                            "input_rows": manifest.input_rows, "rejected": rejected,
@@ -151,7 +156,9 @@ def validate(
 @app.command()
 @user_errors
 def fetch(
-    dataset: Annotated[str, typer.Argument(help="google2011, alibaba2017 or alibaba2018.")],
+    dataset: Annotated[str, typer.Argument(
+        help="google2011, google2019, alibaba2017, alibaba2018, alibaba-gpu2020, "
+             "alibaba-gpu2023 or swf.")],
     out: Annotated[Path, typer.Argument(help="Directory to download into (bucket layout).")],
     parts: Annotated[list[str] | None, typer.Option("--parts", help=(
         "Selectors: all, TABLE, TABLE:N, TABLE:A-B, or a file path; repeat or comma-join. "

@@ -118,8 +118,30 @@ def _alibaba2018() -> Dataset:
     )
 
 
+def _openb() -> Dataset:
+    base = "https://raw.githubusercontent.com/alibaba/clusterdata/master/cluster-trace-gpu-v2023/"
+    return Dataset(
+        name="alibaba-gpu2023",
+        base_url=base,
+        tables={"node_list": (RemoteFile("csv/openb_node_list_all_node.csv", 52_287),),
+                "pod_list": (RemoteFile("csv/openb_pod_list_default.csv", 575_468),)},
+        default_parts=("node_list", "pod_list"),
+        notes="Alibaba cluster-trace-gpu-v2023 (openb), the two CSV files of the production "
+              "trace (sizes as published at commit 7a6c496e; no checksums published)",
+    )
+
+
+def _more() -> tuple[Dataset, ...]:
+    """Datasets described beside their adapters' sources (imported here, at the edge)."""
+    from pipeline.fetch.google2019 import google2019
+    from pipeline.fetch.pai2020 import alibaba_gpu2020
+    from pipeline.fetch.swf import swf
+
+    return (google2019(), alibaba_gpu2020(), swf())
+
+
 DATASETS: dict[str, Dataset] = {
-    d.name: d for d in (_google2011(), _alibaba2017(), _alibaba2018())
+    d.name: d for d in (_google2011(), _alibaba2017(), _alibaba2018(), _openb(), *_more())
 }
 
 
