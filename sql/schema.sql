@@ -31,6 +31,9 @@ alter table runs add column if not exists drained boolean;
 -- the trace's content digest and what it is (format, units, machines, tasks; run.json)
 alter table runs add column if not exists trace_digest varchar;
 alter table runs add column if not exists trace_facts json;
+-- how the run replayed its trace: 'replay' (event-driven core) or 'inflation' (the GPU
+-- workload-inflation experiment: pods arrive one by one and never leave, time not modelled)
+alter table runs add column if not exists mode varchar;
 
 create table if not exists task_runs (
     run_id     varchar not null,
@@ -84,6 +87,26 @@ alter table task_runs add column if not exists spec_start_s double;
 alter table task_runs add column if not exists spec_run_s double;
 alter table task_runs add column if not exists spec_wasted_s double;
 
+-- GPU placement in the workload-inflation experiment (runs of the GPU policies: run.json
+-- mode 'inflation'): a task's GPU request (devices; below 1 a share of one), the devices it
+-- holds, its arrival index, and for a copy appended by inflation the task it copies.
+alter table task_runs add column if not exists gpu double;
+alter table task_runs add column if not exists gpu_devices integer[];
+alter table task_runs add column if not exists arrival bigint;
+alter table task_runs add column if not exists copy_of varchar;
+
+-- The cluster after every pod of an inflation run, averaged per whole percent of the
+-- arrived workload (GPU requested so far over GPU capacity): gpu_curve.parquet, optional.
+create table if not exists gpu_curve (
+    run_id      varchar not null,
+    arrived_pct integer not null,
+    alloc_ratio double,   -- GPU allocated / GPU capacity
+    frag_gpu    double,   -- fragmentation (FGD paper), GPUs
+    frag_ratio  double,   -- fragmentation / idle GPU
+    pods        bigint,   -- pods arriving in this percent
+    dropped     bigint    -- of which no node could host
+);
+
 -- The queue configuration of runs whose policy has queues (queues.parquet; optional).
 -- Shares are fractions of the cluster; guaranteed_<r>/max_<r> in the trace's units.
 create table if not exists queues (
@@ -111,6 +134,8 @@ create table if not exists node_intervals (
     cpu        double,
     mem        double
 );
+
+alter table node_intervals add column if not exists gpu double;
 
 create table if not exists metrics (
     run_id varchar not null,

@@ -143,6 +143,9 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
     """
     started = time.perf_counter()
     cls = policy_class(policy)
+    if getattr(cls, "mode", "replay") == "inflation":
+        return _inflation(trace_dir, policy, params, seed, Path(out_dir), cluster,
+                          cluster_options, trace_name)
     resolved = resolve_params(cls, params)
     if cluster in CLUSTER_KINDS and cluster not in cls.clusters:  # e.g. recorded: fixed only
         raise UsageError(f"policy '{policy}' needs the {' or '.join(cls.clusters)} cluster, "
@@ -201,6 +204,26 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
         out.write_json(run, tmp / out.RUN_JSON)
         out.write_json(provenance, tmp / out.PROVENANCE_JSON)
     return RunResult(run_id, Path(out_dir), {**run, **provenance}, metrics)
+
+
+def _inflation(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None,
+               seed: int, out_dir: Path, cluster: str,
+               cluster_options: Mapping[str, Any] | None, trace_name: str | None) -> RunResult:
+    """A GPU placement policy's run: the workload-inflation experiment on the trace's nodes."""
+    from pipeline.replay.inflation import replay_inflation
+
+    if cluster != "fixed" or cluster_options:
+        raise UsageError(f"policy '{policy}' runs the workload-inflation experiment on the "
+                         "trace's own nodes: it takes no cluster or cluster options")
+
+    def identity(digest: str, resolved: Mapping[str, Any]) -> str:
+        key = {"trace": digest, "policy": policy, "params": dict(resolved), "seed": int(seed),
+               "mode": "inflation"}
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+    run_id, run, metrics = replay_inflation(Path(trace_dir), policy, params, int(seed),
+                                            out_dir, trace_name, identity)
+    return RunResult(run_id, out_dir, run, metrics)
 
 
 def _settings(policy: Any, given: Mapping[str, Any], opened: Mapping[str, Any],

@@ -13,9 +13,10 @@
         fixed: {kind: fixed}
         elastic: {kind: elastic, min_nodes: 0}
 
-A trace may instead be a mapping ``{path: DIR, policies: ..., clusters: ...}``: its own
-``policies`` and ``clusters`` replace the shared ones for that trace (a MapReduce trace swept
-over delay settings on an HDFS layout, say, beside a demo swept over the usual policies).
+A trace may instead be a mapping ``{path: DIR, policies: ..., clusters: ..., seeds: ...}``:
+its own ``policies``, ``clusters`` and ``seeds`` replace the shared ones for that trace (a
+MapReduce trace swept over delay settings on an HDFS layout, say, beside a demo swept over
+the usual policies; the GPU experiment over ten seeds).
 
 A policy that runs on some cluster kinds only (``recorded``, the trace's own placements,
 needs the trace's machines) gets runs on those kinds only: its other cells are left out of
@@ -121,8 +122,7 @@ def build_grid(section: Mapping[str, Any], root: Path = Path("."),
     seeds = section.get("seeds", [0])
     runs_dir = root / section.get("runs_dir", "data/runs")
     drain = section.get("drain", False)
-    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds):
-        raise UsageError("sweep.seeds must be a list of integers", field="sweep.seeds")
+    _check_seeds(seeds, "sweep.seeds")
     if not isinstance(drain, bool):
         raise UsageError("sweep.drain must be true or false", field="sweep.drain")
     if only is not None and only not in traces:
@@ -134,6 +134,7 @@ def build_grid(section: Mapping[str, Any], root: Path = Path("."),
         if only is not None and trace != only:
             continue
         trace_path, own_policies, own_clusters = _trace_entry(trace, entry)
+        trace_seeds = _trace_seeds(trace, entry, seeds)
         digest = trace_digest(root / trace_path) + code
         for policy, params in sorted((own_policies or policies).items()):
             kinds = _cluster_kinds(policy)
@@ -144,14 +145,28 @@ def build_grid(section: Mapping[str, Any], root: Path = Path("."),
                         kind = options.pop("kind", cluster_name)
                         if kinds is not None and kind not in kinds:
                             continue  # e.g. recorded on an elastic cluster
-                        for seed in seeds:
+                        for seed in trace_seeds:
                             specs.append(_spec(trace, str(root / trace_path), digest, policy,
                                                combo, files, kind, options, seed, runs_dir,
                                                root, drain))
     return specs
 
 
-TRACE_KEYS = ("path", "policies", "clusters")
+TRACE_KEYS = ("path", "policies", "clusters", "seeds")
+
+
+def _check_seeds(seeds: Any, where: str) -> None:
+    if not isinstance(seeds, list) or not seeds or not all(
+            isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise UsageError(f"{where} must be a non-empty list of integers", field=where)
+
+
+def _trace_seeds(name: str, entry: Any, seeds: list[int]) -> list[int]:
+    """A trace's own ``seeds`` (the GPU experiment's ten, say), else the shared ones."""
+    if not isinstance(entry, Mapping) or "seeds" not in entry:
+        return seeds
+    _check_seeds(entry["seeds"], f"sweep.traces.{name}.seeds")
+    return list(entry["seeds"])
 
 
 def _trace_entry(name: str, entry: Any) -> tuple[str, Mapping[str, Any] | None,
@@ -181,9 +196,9 @@ def trace_dirs(section: Mapping[str, Any]) -> dict[str, str]:
 
 def _cluster_kinds(policy: str) -> tuple[str, ...] | None:
     """The cluster kinds ``policy`` runs on (None for an unknown policy: check_specs names it)."""
-    from pipeline.policies import POLICIES
+    from pipeline.policies import ALL_POLICIES
 
-    cls = POLICIES.get(policy)
+    cls = ALL_POLICIES.get(policy)
     return None if cls is None else cls.clusters
 
 

@@ -25,15 +25,18 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "node_intervals": ("run_id", "machine_id", "up_s", "down_s", "cpu", "mem"),
     "metrics": ("run_id", "metric", "value", "unit"),
 }
-# Tables a run directory may have (queue-based policies write queues.parquet).
+# Tables a run directory may have (queue-based policies write queues.parquet, the GPU
+# workload-inflation experiment gpu_curve.parquet).
 OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
     "queues": ("run_id", "queue", "parent", "leaf", "guaranteed_share", "max_share"),
+    "gpu_curve": ("run_id", "arrived_pct", "alloc_ratio", "frag_gpu", "frag_ratio", "pods",
+                  "dropped"),
 }
 REQUIRED_KEYS = ("run_id", "trace", "policy", "seed")
 KNOWN_KEYS = (
     "run_id", "trace", "trace_path", "policy", "params", "settings", "seed", "wall_s",
     "code_version", "created_at", "cluster", "window", "measured", "trace_digest",
-    "trace_facts", "policy_timings",
+    "trace_facts", "policy_timings", "mode",
 )
 
 
@@ -162,6 +165,9 @@ def runs_row(meta: dict[str, Any], run: Path) -> dict[str, Any]:
         "extra": json.dumps(extra, sort_keys=True, default=str),
         "trace_tasks": trace_tasks(meta.get("trace_path"), run),
         "run_path": str(run.resolve()),
+        # how the run replayed its trace: "replay" (the event-driven core) or "inflation"
+        # (the GPU workload-inflation experiment, time not modelled)
+        "mode": _text(meta.get("mode")) or "replay",
     }
 
 

@@ -33,7 +33,7 @@ from pipeline.warehouse.rundir import RunDir, read_run_dir
 
 TABLES = ("runs", "task_runs", "node_intervals", "metrics")
 PARQUET_TABLES = TABLES[1:]
-OPTIONAL_TABLES = ("queues",)  # loaded when the run directory has them
+OPTIONAL_TABLES = ("queues", "gpu_curve")  # loaded when the run directory has them
 
 
 def load(runs: Iterable[Path], db: Path, *, baseline: str | None = None) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 -- Must return no rows: each task of a run appears exactly once with a valid outcome and
 -- locality; a finished task has a machine, a start and an end no earlier than its start;
 -- a run has as many tasks as its trace (when the trace's manifest was found at load time);
--- and the tasks_finished / tasks_unschedulable metrics count the same tasks.
+-- and the tasks_finished / tasks_unschedulable metrics count the same tasks.  Copies of
+-- tasks appended by the GPU workload-inflation experiment (copy_of set) are extra arrivals:
+-- the trace's tasks are the rest.
 with scope as (
     select * from check_scope
 ),
@@ -48,7 +50,7 @@ task_counts as (
     select
         runs.run_id,
         runs.trace_tasks,
-        count(distinct task_runs.task_id) as tasks,
+        count(distinct task_runs.task_id) filter (where task_runs.copy_of is null) as tasks,
         count(task_runs.task_id) filter (where task_runs.outcome = 'finished') as finished,
         count(task_runs.task_id) filter (where task_runs.outcome = 'unschedulable')
             as unschedulable

@@ -29,6 +29,7 @@ final as (
         cast(extra as json)                                            as extra,
         cast(trace_tasks as bigint)                                    as trace_tasks,
         cast(run_path as varchar)                                      as run_path,
+        cast(mode as varchar)                                          as mode,
         cast(timezone('UTC', now()) as timestamp)                      as loaded_at
     from source
 )
