@@ -100,4 +100,5 @@ class TaskScan:
 
 
 _JOB_SCHEMA = pl.DataFrame(schema={"job_id": pl.String, "done": pl.Boolean,
-                                   "end_s": pl.Float64, "submit_s": pl.Float64})
+                                   "end_s": pl.Float64, "submit_s": pl.Float64,
+                                   "first_start_s": pl.Float64, "start_s": pl.Float64})

@@ -175,12 +175,21 @@ def _jct_q(q: float) -> Metric:
     return lambda r: t.quantile(r.jobs, "jct_s", q)
 
 
-def _jct_mean(r: RunFrames) -> float | None:
-    """The mean job completion time; None without finished jobs.  Values are summed in
-    sorted order: the job partials come from group-bys, whose row order varies, and a float
-    sum in another order can differ in its last bits (runs must be byte-identical)."""
-    value = r.jobs.select(pl.col("jct_s").sort().mean()).item() if r.jobs.height else None
-    return None if value is None else float(value)
+def _job_mean(column: str) -> Metric:
+    """The mean of a per-job figure over finished jobs; None without any.  Values are summed
+    in sorted order: the job partials come from group-bys, whose row order varies, and a
+    float sum in another order can differ in its last bits (runs must be byte-identical)."""
+    def metric(r: RunFrames) -> float | None:
+        value = r.jobs.select(pl.col(column).sort().mean()).item() if r.jobs.height else None
+        return None if value is None else float(value)
+    return metric
+
+
+def _makespan(r: RunFrames) -> float | None:
+    """From the first finished job's submit to the last finished job's end."""
+    if not r.jobs.height:
+        return None
+    return float(r.jobs["end_s"].max() - r.jobs["submit_s"].min())
 
 
 def _count(name: str) -> Metric:
@@ -216,12 +225,17 @@ METRICS: dict[str, tuple[str, Metric]] = {
         r.total(f"locality_{level}"), r.total("with_inputs"))) for level in LOCALITY_LEVELS},
     "data_read_rack_gb": ("GiB", lambda r: r.data_read_gb("read_rack_mb")),
     "data_read_core_gb": ("GiB", lambda r: r.data_read_gb("read_core_mb")),
-    "jct_mean_s": ("s", _jct_mean),
+    "jct_mean_s": ("s", _job_mean("jct_s")),
     "jct_p50_s": ("s", _jct_q(0.50)),
     "jct_p95_s": ("s", _jct_q(0.95)),
     "jct_p99_s": ("s", _jct_q(0.99)),
     "wait_p50_s": ("s", _q("wait_s", 0.50)),
     "wait_p95_s": ("s", _q("wait_s", 0.95)),
+    # HPC's figures of merit, per finished job (pipeline.metrics.tasks.finished_jobs)
+    "job_wait_mean_s": ("s", _job_mean("job_wait_s")),
+    "bsld_mean": ("ratio", _job_mean("bsld")),
+    "bsld_p95": ("ratio", lambda r: t.quantile(r.jobs, "bsld", 0.95)),
+    "makespan_s": ("s", _makespan),
     **{f"tasks_{name}": ("count", _count(f"outcome_{name}")) for name in OUTCOME_COUNTS},
     "tasks_dependency_blocked": ("count", _count("dependency_blocked")),
     "backlog_tasks": ("count", _count("backlog_tasks")),

@@ -31,24 +31,41 @@ def quantile(frame: pl.DataFrame, column: str, q: float) -> float | None:
 
 
 def job_partials(task_runs: pl.DataFrame) -> pl.DataFrame:
-    """Per job of some task rows: whether they all finished (``done``), their latest end and
-    first submit.  Partials of several batches combine (:func:`combine_jobs`) into the
-    job's own, in any order."""
-    return task_runs.group_by(pl.col("job_id").cast(pl.String)).agg(
-        (pl.col("outcome") == "finished").all().alias("done"),
-        pl.col("end_s").max(), pl.col("submit_s").min())
+    """Per job of some task rows: whether they all finished (``done``), their latest end,
+    first submit, first start of any attempt (``first_start_s``) and first start of the
+    attempts that ran to the end (``start_s``).  Partials of several batches combine
+    (:func:`combine_jobs`) into the job's own, in any order."""
+    rows = task_runs.with_columns(pl.col("job_id").cast(pl.String),
+                                  (pl.col("outcome") == "finished").alias("done"))
+    if "first_start_s" not in rows.columns:  # run directories written before it
+        rows = rows.with_columns(pl.col("start_s").alias("first_start_s"))
+    return combine_jobs(rows)
 
 
 def combine_jobs(partials: pl.DataFrame) -> pl.DataFrame:
     """One row per job from partial rows (all / max / min: exact, in any order)."""
     return partials.group_by("job_id").agg(
-        pl.col("done").all(), pl.col("end_s").max(), pl.col("submit_s").min())
+        pl.col("done").all(), pl.col("end_s").max(), pl.col("submit_s").min(),
+        pl.col("first_start_s").min(), pl.col("start_s").min())
+
+
+# Bounded slowdown's threshold (s): runs shorter than this count as this long, so a job of a
+# second that waited a minute is not a slowdown of 60 (Feitelson et al., JSSPP 1997: 10 s).
+BSLD_TAU_S = 10.0
 
 
 def finished_jobs(jobs: pl.DataFrame) -> pl.DataFrame:
-    """Per job whose tasks all finished: ``job_id``, ``jct_s`` (last end - first submit)."""
+    """Per job whose tasks all finished: ``job_id``, ``jct_s`` (last end - first submit, the
+    job's response time), ``job_wait_s`` (first start - first submit) and ``bsld``, its
+    bounded slowdown: max(1, response / max(run, BSLD_TAU_S)), run = last end - first start
+    of the attempts that finished."""
+    response = pl.col("end_s") - pl.col("submit_s")
+    run = pl.max_horizontal(pl.col("end_s") - pl.col("start_s"), pl.lit(BSLD_TAU_S))
     return jobs.filter(pl.col("done")).select(
-        "job_id", (pl.col("end_s") - pl.col("submit_s")).alias("jct_s"))
+        "job_id", response.alias("jct_s"),
+        (pl.col("first_start_s") - pl.col("submit_s")).alias("job_wait_s"),
+        pl.max_horizontal(response / run, pl.lit(1.0)).alias("bsld"),
+        "submit_s", "end_s")
 
 
 def job_completion_time(task_runs: pl.DataFrame) -> pl.DataFrame:

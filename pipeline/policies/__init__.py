@@ -19,6 +19,8 @@ from pipeline.policies.capacity import CapacityScheduler
 from pipeline.policies.drf import DominantResourceFairness
 from pipeline.policies.fair import FairScheduler
 from pipeline.policies.flow import Quincy
+from pipeline.policies.gpu.policy import GPU_POLICIES
+from pipeline.policies.hpc import EasyBackfill, Fcfs
 from pipeline.policies.locality import DelayScheduling
 from pipeline.policies.packing import ContainerPacking
 from pipeline.policies.reference import RecordedCluster
@@ -27,18 +29,23 @@ from pipeline.policies.uniform import YarnUniform
 POLICIES: dict[str, type[PolicyBase]] = {
     cls.name: cls for cls in (YarnUniform, ContainerPacking, DominantResourceFairness,
                           FairScheduler, CapacityScheduler, DelayScheduling, RecordedCluster,
-                          Quincy)
+                          Quincy, Fcfs, EasyBackfill)
 }
 
-__all__ = ["POLICIES", "Param", "PolicyBase", "PreemptionProfile", "describe_policies",
-           "make_policy", "policy_class", "resolve_params"]
+# Every registered name: the event-replay policies above and the GPU placement policies of
+# the workload-inflation experiment (pipeline.policies.gpu.policy; their ``mode`` says so).
+ALL_POLICIES: dict[str, type[PolicyBase]] = {**POLICIES, **GPU_POLICIES}
+
+__all__ = ["ALL_POLICIES", "GPU_POLICIES", "POLICIES", "Param", "PolicyBase",
+           "PreemptionProfile", "describe_policies", "make_policy", "policy_class",
+           "resolve_params"]
 
 
 def policy_class(name: str) -> type[PolicyBase]:
     """The class registered under ``name`` (UsageError naming the known ones otherwise)."""
-    if name not in POLICIES:
-        raise UsageError(f"unknown policy '{name}' (known: {', '.join(sorted(POLICIES))})")
-    return POLICIES[name]
+    if name not in ALL_POLICIES:
+        raise UsageError(f"unknown policy '{name}' (known: {', '.join(sorted(ALL_POLICIES))})")
+    return ALL_POLICIES[name]
 
 
 def resolve_params(cls: type[PolicyBase], raw: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -89,7 +96,7 @@ def describe_policies() -> list[dict[str, Any]]:
                 for key, p in cls.PARAMS.items()
             ],
         }
-        for name, cls in POLICIES.items()
+        for name, cls in ALL_POLICIES.items()
     ] + [{
         "name": "opp_* (any policy)",
         "summary": "opportunistic containers and over-allocation layered on the policy",

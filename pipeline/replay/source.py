@@ -24,19 +24,24 @@ from pipeline.trace.identity import content_digest
 from pipeline.trace.io import has_table, part_files, read_table
 from pipeline.trace.manifest import Manifest
 from pipeline.trace.readcheck import quick_check
-from pipeline.trace.schema import DEFAULTS, TASKS
+from pipeline.trace.schema import DEFAULTS, EXTENSIONS, TASKS
 
 BATCH_ROWS = 1 << 18
 SIM_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu", "cpu_used",
                "mem_used", "inputs", "input_mb", "depends_on", "priority", "end_event",
-               "recorded_machine_id", "recorded_start_s", "task_kind")
+               "recorded_machine_id", "recorded_start_s", "task_kind", "requested_s")
 IDENTITY_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu",
                     "cpu_used", "mem_used", "end_event")
 
 
+def _task_field(name: str) -> pa.Field:
+    """A canonical task column, or a family column of ``EXTENSIONS`` (``requested_s``)."""
+    return TASKS.field(name) if name in TASKS.names else EXTENSIONS["tasks"].field(name)
+
+
 def _default_column(name: str, n: int) -> pa.Array:
     value = DEFAULTS["tasks"].get(name)
-    kind = TASKS.field(name).type
+    kind = _task_field(name).type
     return pa.nulls(n, kind) if value is None else pa.array([value] * n, kind)
 
 
@@ -198,7 +203,7 @@ class TraceInput:
                         if c not in present:
                             table = table.append_column(c, _default_column(c, batch.num_rows))
                     yield offset, table.select(list(columns)).cast(
-                        pa.schema([TASKS.field(c) for c in columns]))
+                        pa.schema([_task_field(c) for c in columns]))
                     offset += batch.num_rows
             except (OSError, pa.ArrowInvalid) as exc:
                 raise TraceError(f"unreadable Parquet ({exc})", f) from exc
@@ -247,6 +252,8 @@ class TraceInput:
             recorded_start=_f64(t["recorded_start_s"], np.nan),
             recorded_node=self._nodes_of(t["recorded_machine_id"], node_of),
             kind=task_kinds(t["task_kind"]),
+            requested=(None if t["requested_s"].null_count == n
+                       else _f64(t["requested_s"], np.nan)),
         )
         self._sparse(t, batch, node_of, parents)
         return batch

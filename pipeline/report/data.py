@@ -16,7 +16,8 @@ VIEWS = ("policy_summary", "cost_savings", "utilization_over_time", "fairness_vs
          "scheduler_comparison", "trace_summary", "completion_cdf", "queue_waits",
          "run_peaks", "locality_by_job_size")
 # views a warehouse loaded before they existed may lack (read as empty frames)
-OPTIONAL_VIEWS = ("opportunistic_effect", "speculation_effect")
+OPTIONAL_VIEWS = ("opportunistic_effect", "speculation_effect", "gpu_inflation", "gpu_summary",
+                  "hpc_by_size")
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,12 @@ class ReportData:
     opportunistic: pl.DataFrame = field(default_factory=pl.DataFrame)
     # speculation_effect: runs with speculative execution beside their runs without
     speculation: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # the GPU workload-inflation experiment (runs of mode 'inflation'): gpu_inflation, the
+    # curve per arrived percent, and gpu_summary, per setting
+    gpu_curve: pl.DataFrame = field(default_factory=pl.DataFrame)
+    gpu_summary: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # hpc_by_size: traces from SWF logs, per setting and job size class
+    hpc: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def has_queues(self) -> bool:
@@ -57,7 +64,15 @@ class ReportData:
 
     def traces(self) -> list[str]:
         """The traces with at least one run, sorted."""
-        return sorted(self.summary["trace"].unique().to_list())
+        names = set(self.summary["trace"].to_list())
+        if self.gpu_summary.height:
+            names |= set(self.gpu_summary["trace"].to_list())
+        return sorted(names)
+
+    @property
+    def has_replays(self) -> bool:
+        """Whether any run here went through the event-driven replay (not inflation)."""
+        return self.summary.height > 0
 
     def for_trace(self, trace: str) -> ReportData:
         """The same data restricted to one trace."""
@@ -79,7 +94,8 @@ class ReportData:
                           maybe(self.comparison), maybe(self.traces_info),
                           maybe(self.distributions), maybe(self.queue_waits),
                           maybe(self.peaks), maybe(self.runs), maybe(self.locality_bins),
-                          maybe(self.opportunistic), maybe(self.speculation))
+                          maybe(self.opportunistic), maybe(self.speculation),
+                          maybe(self.gpu_curve), maybe(self.gpu_summary), maybe(self.hpc))
 
 
 def read_report_data(db: Path, baseline: str) -> ReportData:
@@ -92,7 +108,9 @@ def read_report_data(db: Path, baseline: str) -> ReportData:
             raise TraceError("the warehouse holds no runs (load some with `tracereplay load`)",
                              db)
         policies = _policies(con)
-        if baseline not in policies:
+        inflation = _inflation_runs(con)
+        only_gpu = len(inflation) == con.execute("select count(*) from runs").fetchone()[0]
+        if baseline not in policies and not only_gpu:
             raise UsageError(
                 f"baseline policy {baseline!r} has no runs in the warehouse "
                 f"(policies: {', '.join(policies)})", db, field="--baseline",
@@ -101,6 +119,10 @@ def read_report_data(db: Path, baseline: str) -> ReportData:
         frames = {view: _frame(con, view, db) for view in (*VIEWS, "runs")}
         frames |= {view: _frame(con, view, db) if _has_view(con, view) else pl.DataFrame()
                    for view in OPTIONAL_VIEWS}
+    if inflation:  # the event-replay views leave the GPU experiment's runs out
+        frames = {view: _without(frame, inflation) if view not in ("gpu_inflation",
+                                                                    "gpu_summary") else frame
+                  for view, frame in frames.items()}
     return ReportData(
         baseline,
         summary=frames["policy_summary"],
@@ -119,7 +141,26 @@ def read_report_data(db: Path, baseline: str) -> ReportData:
         locality_bins=frames["locality_by_job_size"],
         opportunistic=frames["opportunistic_effect"],
         speculation=frames["speculation_effect"],
+        gpu_curve=frames["gpu_inflation"],
+        gpu_summary=frames["gpu_summary"],
+        hpc=frames["hpc_by_size"],
     )
+
+
+def _inflation_runs(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Run ids of the GPU workload-inflation experiment (none in older warehouses)."""
+    columns = {r[0] for r in con.execute("describe runs").fetchall()}
+    if "mode" not in columns:
+        return []
+    return [r[0] for r in con.execute(
+        "select run_id from runs where mode = 'inflation' order by 1").fetchall()]
+
+
+def _without(frame: pl.DataFrame, run_ids: list[str]) -> pl.DataFrame:
+    """``frame`` without the rows of ``run_ids`` (frames without run ids as they are)."""
+    if frame.height == 0 or "run_id" not in frame.columns:
+        return frame
+    return frame.filter(~pl.col("run_id").is_in(run_ids))
 
 
 def _has_runs(con: duckdb.DuckDBPyConnection) -> bool:

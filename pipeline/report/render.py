@@ -16,7 +16,7 @@ import polars as pl
 import vl_convert as vlc
 from altair.utils.html import vl_version_for_vl_convert
 
-from pipeline.report.sections import Section
+from pipeline.report.section import Section
 from pipeline.warehouse.query import format_value
 
 EMBED_OPTIONS = {"renderer": "svg", "actions": False}

@@ -17,14 +17,13 @@ rounded), and optional folded tables; every table is also written as CSV, unroun
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
-import altair as alt
 import polars as pl
 
 from pipeline.report import (
     answer_charts,
     charts,
+    hpc,
     locality,
     locality_charts,
     opportunistic,
@@ -43,28 +42,8 @@ from pipeline.report.assumptions import (
 from pipeline.report.data import ReportData
 from pipeline.report.headline import headline
 from pipeline.report.observations import observations
+from pipeline.report.section import Section
 from pipeline.report.tables import readable
-
-
-@dataclass(frozen=True)
-class Section:
-    """One part of a trace's report; ``key`` names its chart and CSV files.
-
-    ``lead``: a sentence shown first and large; ``bullets``: statements; ``table``: the main
-    table (readable); ``raw``: the same rows unrounded, for the CSV; ``details``: folded
-    tables ``(title, readable frame, raw frame)``.
-    """
-
-    key: str
-    title: str
-    chart: alt.TopLevelMixin | None = None
-    table: pl.DataFrame = field(default_factory=pl.DataFrame)
-    note: str = ""
-    lead: str = ""
-    bullets: tuple[str, ...] = ()
-    raw: pl.DataFrame | None = None
-    details: tuple[tuple[str, pl.DataFrame, pl.DataFrame], ...] = ()
-
 
 ANSWER_COLUMNS = ["cluster_mode", "setting", "node_hours", "cost_usd", "cost_saved_pct",
                   "saved_usd_per_day", "jct_p95_s", "wait_p95_s", "jain_fairness",
@@ -105,6 +84,7 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
     sections += locality_sections(data, labels)
     sections += oversubscription_sections(data, labels)
     sections += speculation_sections(data, labels)
+    sections += hpc.hpc_sections(data, labels)
     sections += capacity_sections(data, labels)
     sections.append(Section(
         "backlog", "Work not done", None,

@@ -15,8 +15,10 @@ import polars as pl
 
 from pipeline.errors import UsageError
 from pipeline.report.data import ReportData, read_report_data
+from pipeline.report.gpu import gpu_sections
 from pipeline.report.render import chart_png, html_page, markdown_table
-from pipeline.report.sections import Section, trace_sections
+from pipeline.report.section import Section
+from pipeline.report.sections import trace_sections
 from pipeline.trace.io import atomic_dir
 
 TITLE = "tracereplay cost-savings report"
@@ -38,8 +40,7 @@ def report(db: Path, out: Path, baseline: str = "yarn-uniform",
                          field="--tolerance")
     _check_replaceable(out)
     data = read_report_data(Path(db), baseline)
-    traces = [(trace, trace_sections(data.for_trace(trace), tolerance))
-              for trace in data.traces()]
+    traces = [(trace, _sections(data.for_trace(trace), tolerance)) for trace in data.traces()]
     intro = _intro(data, Path(db))
     with atomic_dir(out) as tmp:
         charts = write_charts(tmp / "charts", traces)
@@ -55,6 +56,12 @@ def report(db: Path, out: Path, baseline: str = "yarn-uniform",
         "summary": str(out / "summary.md"),
         "charts": [str(out / "charts" / name) for name in charts],
     }
+
+
+def _sections(data: ReportData, tolerance: float) -> list[Section]:
+    """A trace's sections: the replays' (when it has some), then the GPU experiment's."""
+    replays = trace_sections(data, tolerance) if data.has_replays else []
+    return replays + gpu_sections(data)
 
 
 def _check_replaceable(out: Path) -> None:

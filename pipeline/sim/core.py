@@ -385,6 +385,8 @@ class Simulation(Operations, Speculating, Contended):
         t.state[slots] = PENDING
         if self.open_flag and b.censored is not None:
             t.flags[slots[b.censored[local]]] |= CENSORED
+        if b.requested is not None:
+            t.requested[slots] = b.requested[local]
         if b.recorded_start is not None:
             t.recorded_start[slots] = b.recorded_start[local]
             t.recorded_node[slots] = b.recorded_node[local]

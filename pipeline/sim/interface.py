@@ -37,7 +37,9 @@ trace's units; node arrays are indexed by *node slot* ``0..n_nodes-1``, fixed fo
     ``inputs`` ((m, INPUT_WIDTH) node slots holding the task's input data, -1 padded; the
     same as a CSR list in ``inputs_indptr``/``inputs_node``), ``input_mb`` (MiB it reads),
     ``row`` (the task's row in the trace, stable across runs), ``recorded_node`` and
-    ``recorded_start_s`` (where and when the trace ran it: -1 / NaN where not recorded).
+    ``recorded_start_s`` (where and when the trace ran it: -1 / NaN where not recorded),
+    ``requested_s`` (the run time the user asked for, NaN where not stated; also on
+    ``view.running``).
 ``view.running`` (:class:`RunningView`, only built for policies with ``needs_running =
     True``): the running containers with ``node``, ``req``, ``used``, ``user``, ``queue``,
     ``job``, ``priority``, ``start_s``, ``progress`` (fraction of work done), ``attempts``,
@@ -140,7 +142,7 @@ class _TaskColumns:
     """Columns of a set of task slots, each gathered from the task table on first access."""
 
     _COLUMNS: ClassVar[tuple[str, ...]] = ("req", "used", "user", "queue", "job", "priority",
-                                           "attempts", "row", "kind")
+                                           "attempts", "row", "kind", "requested")
     _slots: np.ndarray
     _t: object
 
@@ -211,6 +213,12 @@ class _TaskColumns:
     def inputs(self) -> np.ndarray:
         """(n, INPUT_WIDTH) node slots holding each task's input, -1 padded."""
         return self._take("inp")
+
+    @cached_property
+    def requested_s(self) -> np.ndarray:
+        """The run time each task's user asked for (an HPC job's wall-time limit, what
+        backfilling plans with; NaN: the trace states none).  Not its actual run time."""
+        return self._take("requested")
 
     @cached_property
     def input_mb(self) -> np.ndarray:

@@ -40,7 +40,8 @@ def con() -> Iterator[duckdb.DuckDBPyConnection]:
     for run in ("r1", "r2"):
         db.execute("insert into runs (run_id, trace, policy, params, seed) values "
                    "(?, 't', 'capacity-scheduler', ?, 0)", [run, f'{{"case": "{run}"}}'])
-        db.execute("insert into node_intervals values (?, 'm0', 0, ?, 10, 10)", [run, HOUR])
+        db.execute("insert into node_intervals (run_id, machine_id, up_s, down_s, cpu, mem) "
+                   "values (?, 'm0', 0, ?, 10, 10)", [run, HOUR])
         db.executemany("insert into metrics values (?, ?, ?, ?)",
                        [(run, "node_hours", 1.0, "h"), (run, "jain_fairness", 0.9, "index"),
                         (run, "jain_equal_share", 0.6, "index")])

@@ -1,0 +1,158 @@
+"""HPC batch policies on SWF logs through ``tracereplay ingest swf`` and ``replay``: the
+issue's golden cases, and FCFS against an independent implementation on a real log."""
+
+from __future__ import annotations
+
+import gzip
+import heapq
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.ingest.stage import ingest
+from pipeline.replay import replay
+
+ROOT = Path(__file__).resolve().parents[2]
+LOGS = ROOT / ".." / "shared" / "traces" / "parallel-workloads-archive-swf"
+
+
+def _swf(directory: Path, procs: int, jobs: list[tuple[float, float, int, float]]) -> Path:
+    """An SWF log of (submit, run, processors, requested time) jobs numbered from 1."""
+    directory.mkdir(parents=True)
+    lines = [f"; MaxProcs: {procs}", f"; MaxNodes: {procs}"]
+    for n, (submit, run, size, asked) in enumerate(jobs, start=1):
+        lines.append(f"{n} {submit:g} -1 {run:g} {size} -1 -1 {size} {asked:g} -1 1 1 1 1 1 1 "
+                     "-1 -1")
+    (directory / "log.swf").write_text("\n".join(lines) + "\n")
+    return directory
+
+
+def _starts(tmp_path: Path, log: Path, policy: str) -> dict[str, float]:
+    trace, run = tmp_path / f"{log.name}-t", tmp_path / f"{log.name}-{policy}"
+    if not trace.exists():
+        assert CliRunner().invoke(app, ["ingest", "swf", str(log), str(trace)]).exit_code == 0
+    result = CliRunner().invoke(app, ["replay", str(trace), "--policy", policy, "--drain",
+                                      "--out", str(run)])
+    assert result.exit_code == 0, result.output
+    runs = pl.read_parquet(run / "task_runs.parquet")
+    return dict(zip(runs["task_id"].to_list(), runs["start_s"].to_list(), strict=True))
+
+
+# A (8 processors, 100 s) at 0, B (6, 50 s) at 1, C (2, requested and actual 5,000 s) at 2
+CASE_1 = [(0, 100, 8, 100), (1, 50, 6, 50), (2, 5000, 2, 5000)]
+# A (5, 100 s) at 0, B (8, 50 s) at 1, C (4, 5,000 s) at 2, D (2, 50 s) at 3
+CASE_2 = [(0, 100, 5, 100), (1, 50, 8, 50), (2, 5000, 4, 5000), (3, 50, 2, 50)]
+
+
+def test_golden_case_1(tmp_path: Path) -> None:
+    log = _swf(tmp_path / "case1", 10, CASE_1)
+    fcfs = _starts(tmp_path, log, "fcfs")
+    assert (fcfs["1"], fcfs["2"], fcfs["3"]) == (0, 100, 100)
+    easy = _starts(tmp_path, log, "easy-backfill")  # C fits the 4 extra processors at 100
+    assert (easy["1"], easy["2"], easy["3"]) == (0, 100, 2)
+
+
+def test_golden_case_2(tmp_path: Path) -> None:
+    log = _swf(tmp_path / "case2", 10, CASE_2)
+    fcfs = _starts(tmp_path, log, "fcfs")
+    assert (fcfs["2"], fcfs["3"], fcfs["4"]) == (100, 150, 150)
+    easy = _starts(tmp_path, log, "easy-backfill")  # C would delay B; D ends before 100
+    assert (easy["2"], easy["3"], easy["4"]) == (100, 150, 3)
+
+
+def test_a_job_without_requested_time_backfills_only_into_extra_processors(
+        tmp_path: Path) -> None:
+    """B's reservation at 100 leaves 2 extra processors.  Job 3 (3 processors) fits now, and
+    with a requested time of 20 s it ends before 100: it backfills.  Without one it is
+    planned never to end, so it may only use the extra processors: too few, it waits; job 4
+    (2 processors, no requested time) takes them."""
+    base = [(0, 100, 6, 100), (1, 50, 8, 50)]
+    told = _starts(tmp_path, _swf(tmp_path / "told", 10, [*base, (2, 20, 3, 20)]),
+                   "easy-backfill")
+    assert told["3"] == 2
+    untold = _starts(tmp_path, _swf(tmp_path / "untold", 10,
+                                    [*base, (2, 20, 3, -1), (3, 20, 2, -1)]), "easy-backfill")
+    assert (untold["2"], untold["3"], untold["4"]) == (100, 150, 3)
+
+
+def _fcfs_reference(jobs: pl.DataFrame, procs: float) -> dict[str, float]:
+    """Strict FCFS on one pool, written apart from the policy and the core: an event loop
+    over (time, kind) where completions come before arrivals at the same instant."""
+    order = jobs.sort("submit_s", "task_id", maintain_order=True)
+    arrivals = list(zip(order["submit_s"], order["task_id"], order["cpu"],
+                        order["duration_s"], strict=True))
+    running: list[tuple[float, float]] = []
+    queue: list[tuple[str, float, float]] = []
+    free, starts, i = procs, {}, 0
+    while i < len(arrivals) or queue:
+        now = min(arrivals[i][0] if i < len(arrivals) else float("inf"),
+                  running[0][0] if running else float("inf"))
+        while running and running[0][0] <= now:
+            free += heapq.heappop(running)[1]
+        while i < len(arrivals) and arrivals[i][0] <= now:
+            queue.append(arrivals[i][1:])
+            i += 1
+        while queue and queue[0][1] <= free:
+            tid, cpu, run = queue.pop(0)
+            starts[tid] = now
+            free -= cpu
+            heapq.heappush(running, (now + run, cpu))
+        if not running and i >= len(arrivals) and queue:
+            break  # a job larger than the pool
+    return starts
+
+
+def test_fcfs_matches_an_independent_implementation_on_sdsc_sp2(tmp_path: Path) -> None:
+    log = LOGS / "SDSC-SP2-1998-4.2-cln.swf.gz"
+    if not log.exists():
+        pytest.skip(f"SWF logs not found under {LOGS.resolve()}")
+    src = tmp_path / "src"
+    src.mkdir()
+    head = gzip.decompress(log.read_bytes()).decode().splitlines()
+    body = [line for line in head if not line.startswith(";")][:4000]
+    (src / "sdsc.swf").write_text("\n".join([h for h in head if h.startswith(";")] + body))
+    ingest("swf", src, tmp_path / "t")
+    result = replay(tmp_path / "t", "fcfs", {}, 0, tmp_path / "run", drain=True)
+    runs = pl.read_parquet(tmp_path / "run" / "task_runs.parquet")
+    tasks = pl.read_parquet(tmp_path / "t" / "tasks.parquet")
+    procs = pl.read_parquet(tmp_path / "t" / "machines.parquet")["cpu"].item()
+    expected = _fcfs_reference(tasks.select("task_id", "submit_s", "cpu", "duration_s"), procs)
+    got = dict(zip(runs["task_id"].to_list(), runs["start_s"].to_list(), strict=True))
+    assert len(expected) == tasks.height and result.metrics["tasks_finished"] == tasks.height
+    assert got == pytest.approx(expected)
+
+
+def test_hpc_metrics_view_and_report_section(tmp_path: Path) -> None:
+    log = _swf(tmp_path / "log", 10, [*CASE_2, (4, 30, 1, 40), (5, 9, 10, 20)])
+    ingest("swf", log, tmp_path / "t")
+    runs = []
+    for policy in ("fcfs", "easy-backfill"):
+        result = replay(tmp_path / "t", policy, {}, 0, tmp_path / policy, drain=True)
+        runs.append(result.out_dir)
+        m = result.metrics
+        starts = dict(zip(*pl.read_parquet(result.out_dir / "task_runs.parquet").select(
+            "task_id", "start_s"), strict=True))
+        # job 2 (B: 8 processors, 50 s, submitted at 1) waits for A: 99 s, slowdown 149/50
+        assert starts["2"] == 100
+        assert m["makespan_s"] is not None and m["bsld_mean"] >= 1
+    fcfs, easy = (pl.read_parquet(r / "metrics.parquet") for r in runs)
+    value = {name: dict(frame.select("metric", "value").iter_rows())
+             for name, frame in (("fcfs", fcfs), ("easy", easy))}
+    assert value["easy"]["bsld_mean"] < value["fcfs"]["bsld_mean"]
+    assert value["easy"]["job_wait_mean_s"] < value["fcfs"]["job_wait_mean_s"]
+    db = tmp_path / "w.duckdb"
+    from pipeline.warehouse.stage import load
+
+    load(runs, db)
+    out = CliRunner().invoke(app, ["report", "--db", str(db), "--out", str(tmp_path / "r"),
+                                   "--baseline", "fcfs"])
+    assert out.exit_code == 0, out.output
+    summary = (tmp_path / "r" / "summary.md").read_text()
+    assert "HPC batch jobs: wait and slowdown by job size" in summary
+    sizes = CliRunner().invoke(app, ["sql", "--db", str(db), "--format", "csv",
+                                     "select label, size_class, jobs from hpc_by_size "
+                                     "order by label, size_order"])
+    assert sizes.stdout.splitlines()[1:3] == ["easy-backfill,1,1", "easy-backfill,2-4,2"]
