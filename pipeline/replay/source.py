@@ -29,7 +29,8 @@ from pipeline.trace.schema import DEFAULTS, EXTENSIONS, TASKS
 BATCH_ROWS = 1 << 18
 SIM_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu", "cpu_used",
                "mem_used", "inputs", "input_mb", "depends_on", "priority", "end_event",
-               "recorded_machine_id", "recorded_start_s", "task_kind", "requested_s")
+               "recorded_machine_id", "recorded_start_s", "task_kind", "requested_s",
+               "gang_id")
 IDENTITY_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu",
                     "cpu_used", "mem_used", "end_event")
 
@@ -87,6 +88,7 @@ class TraceInput:
         except (ValueError, TypeError) as exc:
             raise TraceError(f"unreadable manifest ({exc})", manifest_path) from exc
         self._digest: str | None = None
+        self._gangs: tuple[pa.Array, np.ndarray] | None = None
         self._node_keys: pa.Array | None = None
         self._node_vals = np.zeros(0, dtype=np.int32)
         if not self.validated:  # as ingest wrote and validated it: nothing to check again
@@ -174,6 +176,28 @@ class TraceInput:
         return Window(0.0, end, "no window in the manifest: from time 0 to the latest "
                                 "submit_s + duration_s of the tasks")
 
+    def gang_sizes(self) -> np.ndarray | None:
+        """Members per gang (``gang_id``, coded in order of first appearance), or None when
+        no task names a gang."""
+        if self._gangs is None:
+            names: dict[str, int] = {}
+            for f in part_files(self.dir, "tasks"):
+                if "gang_id" not in pq.ParquetFile(f).schema_arrow.names:
+                    continue
+                for gang in pq.read_table(f, columns=["gang_id"])["gang_id"].to_pylist():
+                    if gang is not None:
+                        names[gang] = names.get(gang, 0) + 1
+            self._gangs = (pa.array(list(names), pa.string()),
+                           np.fromiter(names.values(), np.int64, len(names)))
+        return self._gangs[1] if len(self._gangs[1]) else None
+
+    def _gang_codes(self, gang_id: pa.ChunkedArray) -> np.ndarray | None:
+        if gang_id.null_count == len(gang_id) or self.gang_sizes() is None:
+            return None
+        assert self._gangs is not None
+        codes = pc.index_in(gang_id, value_set=self._gangs[0])
+        return np.asarray(pc.fill_null(codes, -1).to_numpy(zero_copy_only=False), np.int64)
+
     def dependency_refs(self) -> dict[str, int]:
         """How many times each task id is named in some task's ``depends_on``."""
         counts: Counter[str] = Counter()
@@ -254,6 +278,7 @@ class TraceInput:
             kind=task_kinds(t["task_kind"]),
             requested=(None if t["requested_s"].null_count == n
                        else _f64(t["requested_s"], np.nan)),
+            gang=self._gang_codes(t["gang_id"]),
         )
         self._sparse(t, batch, node_of, parents)
         return batch

@@ -271,6 +271,7 @@ def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: Clus
         users=trace.users, queues=trace.queues, dep_refs=refs, options=options, rng=rng,
         units=trace.units, on_progress=on_progress,
         speed_changes=SpeedChanges(*changes) if changes is not None else None,
+        gang_sizes=trace.gang_sizes(),
     )
 
     def job_queues() -> tuple[np.ndarray, tuple[str, ...]]:

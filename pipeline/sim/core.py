@@ -28,6 +28,7 @@ from pipeline.sim import kernels
 from pipeline.sim.cluster import FixedCluster
 from pipeline.sim.contention import Contended, SpeedChanges
 from pipeline.sim.deps import Dependencies
+from pipeline.sim.gangs import Gangs
 from pipeline.sim.heartbeat import Heartbeats
 from pipeline.sim.interface import ClusterInfo, NodeView, Policy, readonly
 from pipeline.sim.nodemanager import NMOptions, NodeManagers
@@ -105,6 +106,8 @@ class SimSummary:
     policy_calls: int
     placements: int
     sim_s: float = 0.0
+    # placements held back because their gang was not placed whole (pipeline.sim.gangs)
+    gang_held: int = 0
 
 
 class Simulation(Operations, Speculating, Contended):
@@ -117,8 +120,12 @@ class Simulation(Operations, Speculating, Contended):
                  rng: np.random.Generator | None = None,
                  units: dict[str, str] | None = None,
                  on_progress: Callable[[float], None] | None = None,
-                 speed_changes: SpeedChanges | None = None) -> None:
+                 speed_changes: SpeedChanges | None = None,
+                 gang_sizes: np.ndarray | None = None) -> None:
         self.cluster = cluster
+        # tasks in gangs start together or not at all (pipeline.sim.gangs); gang_sizes:
+        # members per gang code, None when the trace has no gangs
+        self.gangs = Gangs(gang_sizes) if gang_sizes is not None else None
         self.on_progress = on_progress  # told the simulated time now and then (no I/O here)
         self.policy = policy
         self.policy_name = getattr(policy, "name", type(policy).__name__)
@@ -229,7 +236,8 @@ class Simulation(Operations, Speculating, Contended):
         end = self.last_s if horizon is None else horizon
         self._finish(end)
         return SimSummary(end, self.n_tasks, self.events, self.points, self.calls,
-                          self.placements, time.perf_counter() - started)
+                          self.placements, time.perf_counter() - started,
+                          self.gangs.held if self.gangs is not None else 0)
 
     def _done(self) -> bool:
         """Every task accounted for and, up to a horizon, no node event left before it."""
@@ -387,6 +395,8 @@ class Simulation(Operations, Speculating, Contended):
             t.flags[slots[b.censored[local]]] |= CENSORED
         if b.requested is not None:
             t.requested[slots] = b.requested[local]
+        if b.gang is not None and self.gangs is not None:
+            self.gangs.arrive(t, slots, b.gang[local])
         if b.recorded_start is not None:
             t.recorded_start[slots] = b.recorded_start[local]
             t.recorded_node[slots] = b.recorded_node[local]

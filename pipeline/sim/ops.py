@@ -109,6 +109,9 @@ class Operations:
         opp_req, opp_node = self._pairs(d.opp_req, d.opp_node, "opp")
         spec_run, spec_node = self._pairs(d.spec_run, d.spec_node, "spec")
         opp_slots = self._opp_slots(at, opp_req, opp_node) if len(opp_req) else None
+        if self.gangs is not None and len(req):
+            req, node = self.gangs.whole(req, node, self.queue.slots, self.tasks,
+                                         self.cluster.nodes.dirty)
         if len(req):
             self._place(at, req, node)
         if opp_slots is not None and np.any(self.tasks.state[opp_slots] != PENDING):

@@ -53,6 +53,8 @@ _TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float | np.ndarray]] = {
     "recorded_node": (np.int32, (), -1), "recorded_start": (np.float64, (), np.nan),
     # the run time the user asked for (HPC wall-time limits: what backfilling plans with)
     "requested": (np.float64, (), np.nan),
+    # the task's gang (tasks that start in one scheduling round or not at all; -1: none)
+    "gang": (np.int64, (), -1),
     # ``used``: the measured usage in force (a task's mean, NaN where unmeasured, or the
     # piece of its usage profile it is in; pipeline.sim.usage)
     # node slots holding the task's input (-1 padded), MiB it reads, MiB read (rack, core)

@@ -388,3 +388,47 @@ def test_speculation_invariants(name: str, rule: str, case: dict,
     assert copied["spec_machine_id"].null_count() == 0
     run(root / "b")
     assert_same_tables(root / "a", root / "b")
+
+
+@st.composite
+def gang_trace(draw: st.DrawFn) -> dict:
+    """Small traces whose tasks come in gangs (distributed training: workers that start
+    together or not at all), some members arriving later than others, beside lone tasks."""
+    case = draw(small_trace())
+    tasks = [t for t in case["tasks"] if t["task_id"] != "missing-parent"]
+    for t in tasks:
+        t["depends_on"] = None
+    gangs = draw(st.integers(1, 3))
+    for g in range(gangs):
+        size = draw(st.integers(2, 4))
+        submit = float(draw(st.integers(0, 30)))
+        for k in range(size):
+            late = draw(st.sampled_from([0.0, 0.0, 3.0]))
+            tasks.append({"task_id": f"g{g}-{k}", "job_id": f"j{g % 3}",
+                          "submit_s": submit + late, "duration_s": float(draw(
+                              st.integers(1, 20))), "cpu": draw(st.sampled_from([0.5, 1.0,
+                                                                                  2.0])),
+                          "mem": 1.0, "gang_id": f"g{g}", "depends_on": None})
+    return {**case, "tasks": tasks, "cluster": "fixed"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=gang_trace())
+def test_gang_members_start_together_or_not_at_all(name: str, case: dict,
+                                                   tmp_path_factory: pytest.TempPathFactory
+                                                   ) -> None:
+    """Tasks of one gang (``gang_id``) are placed in one scheduling round or none: every
+    member's first start is the same, or no member started; the usual invariants hold."""
+    root = tmp_path_factory.mktemp("gang")
+    trace = _write(case, root / "trace")
+    if case["cluster"] not in POLICIES[name].clusters:
+        case = {**case, "cluster": POLICIES[name].clusters[0]}
+    run = _run(case, trace, root / "a", name)
+    check_run(case, root / "a", run["summary"]["end_s"])
+    tr = pl.read_parquet(root / "a" / "task_runs.parquet").filter(
+        pl.col("task_id").str.starts_with("g"))
+    for (gang,), members in tr.group_by(pl.col("task_id").str.split("-").list.first()):
+        starts = set(members["first_start_s"].to_list())
+        assert len(starts) == 1, (name, gang, sorted(map(str, starts)))
