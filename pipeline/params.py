@@ -22,6 +22,8 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "generate": ("format", "machines", "hours", "seed", "load", "burst_load", "burst_start_h",
                  "burst_hours", "burst_user"),
     "generate_swim": ("machines", "hours", "seed", "load"),
+    "generate_gpu": ("machines", "hours", "seed", "load"),
+    "generate_swf": ("machines", "hours", "seed", "load"),
     "ingest": ("traces",),
     "sweep": ("traces", "runs_dir", "seeds", "policies", "clusters", "drain"),
     "load": ("db", "baseline"),

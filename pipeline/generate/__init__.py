@@ -24,6 +24,7 @@ from pipeline.generate.burst import Burst
 from pipeline.generate.google2011 import generate_google2011
 from pipeline.generate.google2019 import generate_google2019
 from pipeline.generate.openb import generate_openb
+from pipeline.generate.swf import generate_swf
 from pipeline.generate.swim import generate_swim
 from pipeline.ingest.window import GENERATED
 from pipeline.trace.io import atomic_dir
@@ -34,6 +35,7 @@ GENERATORS: dict[str, Callable[..., dict]] = {
     "alibaba2018": generate_alibaba2018,
     "swim": generate_swim,
     "alibaba-gpu2023": generate_openb,
+    "swf": generate_swf,
 }
 
 

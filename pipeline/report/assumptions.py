@@ -40,8 +40,8 @@ def trace_lines(info: dict[str, Any] | None, trace: str) -> list[str]:
     window = (f"observation window {duration(start)} to {duration(end)} from the trace's "
               f"start ({info.get('window_source') or 'source not recorded'})"
               if end is not None else "no observation window recorded")
-    size = ", ".join(f"{int(info[k]):,} {k}" for k in ("machines", "jobs", "tasks")
-                     if info.get(k) is not None)
+    size = ", ".join(f"{int(info[k]):,} {k if int(info[k]) != 1 else k[:-1]}"
+                     for k in ("machines", "jobs", "tasks") if info.get(k) is not None)
     lines = [f"Trace {trace}: {info.get('source_format') or 'unknown'} format"
              f"{', ' + size if size else ''}; {window}. Costs and utilization are measured "
              "over this window; work not finished by its end is reported as backlog."]

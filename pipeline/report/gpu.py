@@ -71,19 +71,26 @@ def allocation_chart(curve: pl.DataFrame, labels: list[str]) -> alt.LayerChart:
 
 
 def lead(summary: pl.DataFrame) -> str:
-    """One sentence: the policy leaving fewest GPUs unallocated at the first failure, against
-    the one leaving most."""
+    """One sentence: the policy leaving fewest GPUs unallocated when the first pod fails,
+    against the next best and the worst."""
     known = summary.filter(pl.col("gpu_unallocated_first_fail").is_not_null())
     if known.height == 0:
         return "Every pod found a node in every run: the target never strained the cluster."
     ranked = known.sort("gpu_unallocated_first_fail", "label")
-    best, worst = ranked.row(0, named=True), ranked.row(-1, named=True)
-    if best["label"] == worst["label"]:
-        return (f"{best['label']} leaves {best['gpu_unallocated_first_fail']:,.0f} GPUs "
-                "unallocated when the first pod fails to fit.")
-    fewer = 1 - best["gpu_unallocated_first_fail"] / worst["gpu_unallocated_first_fail"]
-    return (f"When the first pod fails to fit, {best['label']} leaves "
-            f"{best['gpu_unallocated_first_fail']:,.0f} GPUs unallocated, {fewer:.0%} fewer "
-            f"than {worst['label']} ({worst['gpu_unallocated_first_fail']:,.0f}); at 100 % "
-            f"arrived it has allocated {best['util_alloc_gpu']:.1%} of the GPUs against "
-            f"{worst['util_alloc_gpu']:.1%}.")
+    best = ranked.row(0, named=True)
+    text = (f"When the first pod fails to fit, {best['label']} leaves "
+            f"{best['gpu_unallocated_first_fail']:,.0f} GPUs unallocated")
+    if ranked.height > 1:
+        others = [ranked.row(1, named=True)] + ([ranked.row(-1, named=True)]
+                                                if ranked.height > 2 else [])
+        text += ", " + " and ".join(
+            f"{_fewer(best, row)} than {row['label']} ({row['gpu_unallocated_first_fail']:,.0f})"
+            for row in others)
+    return (f"{text}; with the trace's own demand arrived (100 %) it has allocated "
+            f"{best['util_alloc_gpu']:.1%} of the GPUs.")
+
+
+def _fewer(best: dict, other: dict) -> str:
+    theirs = other["gpu_unallocated_first_fail"]
+    share = 1 - best["gpu_unallocated_first_fail"] / theirs if theirs else 0.0
+    return f"{share:.0%} fewer"

@@ -54,7 +54,8 @@ def settings_frame(summary: pl.DataFrame, peaks: pl.DataFrame) -> pl.DataFrame:
         runs = runs.with_columns(pl.lit(None, pl.Float64).alias("price_per_hour"))
     means = mean_over_seeds(runs, MEASURES)
     firsts = runs.group_by("label", maintain_order=True).agg(
-        pl.col("cluster_mode").first(), pl.col("policy").first())
+        pl.col("cluster_mode").first(), pl.col("policy").first(),
+        *([pl.col("drained").fill_null(False).any()] if "drained" in runs.columns else []))
     return means.join(firsts, on="label", how="left").with_columns(
         pl.col("policy").is_in(sorted(reference_policies())).alias("reference"))
 
@@ -125,8 +126,8 @@ def _sentence(ref: dict[str, object], choice: dict[str, object] | None,
     price = ref.get("price_per_hour")
     at = f" at ${float(price):.3g} per node-hour" if price else ""
     status_quo = (f"{baseline} on the trace's fixed cluster, which costs "
-                  f"{_usd(ref['cost_usd'])} ({_num(ref['node_hours'])} node-hours) over the "
-                  f"{_span(window_s)} window{at}")
+                  f"{_usd(ref['cost_usd'])} ({_num(ref['node_hours'])} node-hours) "
+                  f"{_measured(ref, window_s)}{at}")
     if choice is None or choice["label"] == ref["label"] or choice["cost_saved_usd"] <= 0:
         why = ""
         if cheapest["label"] != ref["label"] and cheapest["cost_saved_usd"] > 0:
@@ -174,6 +175,15 @@ def _change(pct: object) -> str:
     if pct is None:
         return "unchanged"
     return f"{pct:+.1f}%" if abs(float(pct)) >= 0.05 else "unchanged"
+
+
+def _measured(ref: dict[str, object], window_s: float) -> str:
+    """Over what the status quo's cost is counted: the trace's window, or, for a run that
+    went on until every task ended (drained), that whole run."""
+    if ref.get("drained"):
+        return (f"to finish every task (the runs went on past the {_span(window_s)} window "
+                "until every task ended)")
+    return f"over the {_span(window_s)} window"
 
 
 def _span(window_s: float) -> str:

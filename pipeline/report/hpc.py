@@ -12,7 +12,7 @@ from pipeline.report import palette
 from pipeline.report.charts import WIDTH
 from pipeline.report.data import ReportData
 from pipeline.report.section import Section
-from pipeline.report.tables import readable
+from pipeline.report.tables import duration, readable
 
 HEIGHT = 260
 SIZE_COLUMNS = ["label", "size_class", "jobs", "wait_mean_s", "wait_max_s", "bsld_mean"]
@@ -42,11 +42,14 @@ def slowdown_chart(rows: pl.DataFrame, labels: list[str]) -> alt.Chart:
     """Mean bounded slowdown per job size class, one bar per setting."""
     data = palette.with_setting(rows)
     order = data.sort("size_order")["size_class"].unique(maintain_order=True).to_list()
+    # bars rise from 1, the least bounded slowdown (a log scale has no zero)
     return alt.Chart(data).mark_bar().encode(
-        x=alt.X("size_class:N", sort=order, title="job size (processors)"),
+        x=alt.X("size_class:N", sort=order, title="job size (processors)",
+                axis=alt.Axis(labelAngle=0)),
         xOffset=alt.XOffset("setting:N"),
-        y=alt.Y("bsld_mean:Q", title="mean bounded slowdown (log scale)",
-                scale=alt.Scale(type="log")),
+        y=alt.Y("bsld_mean:Q", title="mean bounded slowdown (log scale; 1: not slowed)",
+                scale=alt.Scale(type="log", domainMin=1)),
+        y2=alt.datum(1),
         color=palette.color(labels, shown=rows["label"].to_list()),
         tooltip=["setting:N", "size_class:N", alt.Tooltip("jobs:Q", format=","),
                  alt.Tooltip("bsld_mean:Q", format=".2f", title="mean bounded slowdown"),
@@ -62,9 +65,9 @@ def lead(runs: pl.DataFrame) -> str:
     ranked = runs.sort("bsld_mean", "label")
     best, worst = ranked.row(0, named=True), ranked.row(-1, named=True)
     if best["label"] == worst["label"]:
-        return (f"{best['label']}: mean bounded slowdown {best['bsld_mean']:.2f}, mean wait "
-                f"{best['job_wait_mean_s'] / 60:,.1f} min.")
-    return (f"{best['label']} gives a mean bounded slowdown of {best['bsld_mean']:.2f} against "
-            f"{worst['bsld_mean']:.2f} for {worst['label']}, and a mean wait of "
-            f"{best['job_wait_mean_s'] / 60:,.1f} min against "
-            f"{worst['job_wait_mean_s'] / 60:,.1f} min.")
+        return (f"{best['label']}: mean bounded slowdown {best['bsld_mean']:,.1f}, mean wait "
+                f"{duration(best['job_wait_mean_s'])}.")
+    return (f"{best['label']} gives a mean bounded slowdown of {best['bsld_mean']:,.1f} "
+            f"against {worst['bsld_mean']:,.1f} for {worst['label']}, and a mean wait of "
+            f"{duration(best['job_wait_mean_s'])} against "
+            f"{duration(worst['job_wait_mean_s'])}.")

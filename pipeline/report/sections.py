@@ -61,7 +61,8 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
         pl.col("cluster_mode").fill_null("fixed") != "fixed", pl.col("cost_usd")])
     sections = [
         Section("answer", "The answer", answer_charts.savings_chart(answer.settings, labels),
-                readable(ordered, ANSWER_COLUMNS), answer_note(data.baseline, tolerance),
+                readable(ordered, ANSWER_COLUMNS),
+                answer_note(data.baseline, tolerance, _drained(data.summary)),
                 lead=answer.sentence, raw=ordered),
         Section("assumptions", "What these numbers assume",
                 bullets=tuple(trace_lines(info, trace) + cluster_lines(data.runs, data.summary)
@@ -96,6 +97,11 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
     return sections
 
 
+def _drained(summary: pl.DataFrame) -> bool:
+    """Whether the trace's runs went on until every task ended."""
+    return "drained" in summary.columns and bool(summary["drained"].fill_null(False).any())
+
+
 def _window_s(info: dict[str, object] | None, summary: pl.DataFrame) -> float:
     if info and info.get("window_end_s") is not None:
         return float(info["window_end_s"]) - float(info.get("window_start_s") or 0.0)
@@ -109,14 +115,23 @@ def _detail(title: str, frame: pl.DataFrame, raw: bool = False
     return (title, shown, frame)
 
 
-def answer_note(baseline: str, tolerance: float) -> str:
+WINDOW_NOTE = (
+    "paid for over the trace's window. On the fixed cluster every policy pays for the "
+    "same machines, so its savings are zero by construction (the chart leaves that "
+    "panel out): what differs there is job time, waiting, fairness and the work left "
+    "undone. ")
+DRAINED_NOTE = (
+    "paid for until every task ended: these runs went on past the trace's window (drain), "
+    "each paying for its machines until its own last task ended, so on the fixed cluster a "
+    "schedule that finishes the same work sooner costs less, and a setting saves what it "
+    "shortens the run. ")
+
+
+def answer_note(baseline: str, tolerance: float, drained: bool = False) -> str:
     tol = f"{100 * tolerance:.0f}%"
     return (
         f"The status quo is {baseline} on the trace's own machines (the fixed cluster), "
-        "paid for over the trace's window. On the fixed cluster every policy pays for the "
-        "same machines, so its savings are zero by construction (the chart leaves that "
-        "panel out): what differs there is job time, waiting, fairness and the work left "
-        "undone. A setting is within "
+        f"{DRAINED_NOTE if drained else WINDOW_NOTE}A setting is within "
         f"tolerance when its p95 job time is at most {tol} above the status quo's and it "
         f"leaves at most {tol} more work undone at the window's end (faded bars: beyond). "
         "Saved per day divides the saving by the window's length; a month is 30 days. "

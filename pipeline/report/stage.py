@@ -51,7 +51,7 @@ def report(db: Path, out: Path, baseline: str = "yarn-uniform",
         "out": str(out),
         "baseline": baseline,
         "traces": [t for t, _ in traces],
-        "runs": data.summary.height,
+        "runs": _run_count(data),
         "html": str(out / "report.html"),
         "summary": str(out / "summary.md"),
         "charts": [str(out / "charts" / name) for name in charts],
@@ -62,6 +62,12 @@ def _sections(data: ReportData, tolerance: float) -> list[Section]:
     """A trace's sections: the replays' (when it has some), then the GPU experiment's."""
     replays = trace_sections(data, tolerance) if data.has_replays else []
     return replays + gpu_sections(data)
+
+
+def _run_count(data: ReportData) -> int:
+    """Runs in the report: event replays and runs of the GPU experiment."""
+    gpu = int(data.gpu_summary["seeds"].sum()) if data.gpu_summary.height else 0
+    return data.summary.height + gpu
 
 
 def _check_replaceable(out: Path) -> None:
@@ -78,7 +84,7 @@ def _check_replaceable(out: Path) -> None:
 def _intro(data: ReportData, db: Path) -> str:
     return (
         f"What each scheduling setting would cost on the workload of {len(data.traces())} "
-        f"trace(s), replayed {data.summary.height} times (warehouse {db}), against the "
+        f"trace(s), replayed {_run_count(data)} times (warehouse {db}), against the "
         f"status quo: {data.baseline} on the trace's own machines. Tables round for reading; "
         "tables/*.csv and the warehouse hold the exact figures."
     )

@@ -13,10 +13,11 @@
         fixed: {kind: fixed}
         elastic: {kind: elastic, min_nodes: 0}
 
-A trace may instead be a mapping ``{path: DIR, policies: ..., clusters: ..., seeds: ...}``:
-its own ``policies``, ``clusters`` and ``seeds`` replace the shared ones for that trace (a
-MapReduce trace swept over delay settings on an HDFS layout, say, beside a demo swept over
-the usual policies; the GPU experiment over ten seeds).
+A trace may instead be a mapping ``{path: DIR, policies: ..., clusters: ..., seeds: ...,
+drain: ...}``: its own ``policies``, ``clusters``, ``seeds`` and ``drain`` replace the shared
+ones for that trace (a MapReduce trace swept over delay settings on an HDFS layout, say,
+beside a demo swept over the usual policies; the GPU experiment over ten seeds; an HPC log
+replayed until every job ends).
 
 A policy that runs on some cluster kinds only (``recorded``, the trace's own placements,
 needs the trace's machines) gets runs on those kinds only: its other cells are left out of
@@ -135,6 +136,7 @@ def build_grid(section: Mapping[str, Any], root: Path = Path("."),
             continue
         trace_path, own_policies, own_clusters = _trace_entry(trace, entry)
         trace_seeds = _trace_seeds(trace, entry, seeds)
+        trace_drain = _trace_drain(trace, entry, drain)
         digest = trace_digest(root / trace_path) + code
         for policy, params in sorted((own_policies or policies).items()):
             kinds = _cluster_kinds(policy)
@@ -148,17 +150,27 @@ def build_grid(section: Mapping[str, Any], root: Path = Path("."),
                         for seed in trace_seeds:
                             specs.append(_spec(trace, str(root / trace_path), digest, policy,
                                                combo, files, kind, options, seed, runs_dir,
-                                               root, drain))
+                                               root, trace_drain))
     return specs
 
 
-TRACE_KEYS = ("path", "policies", "clusters", "seeds")
+TRACE_KEYS = ("path", "policies", "clusters", "seeds", "drain")
 
 
 def _check_seeds(seeds: Any, where: str) -> None:
     if not isinstance(seeds, list) or not seeds or not all(
             isinstance(s, int) and not isinstance(s, bool) for s in seeds):
         raise UsageError(f"{where} must be a non-empty list of integers", field=where)
+
+
+def _trace_drain(name: str, entry: Any, drain: bool) -> bool:
+    """A trace's own ``drain`` (an HPC log's runs go on until every job ends), else the
+    shared one."""
+    if not isinstance(entry, Mapping) or "drain" not in entry:
+        return drain
+    if not isinstance(entry["drain"], bool):
+        raise UsageError("must be true or false", field=f"sweep.traces.{name}.drain")
+    return entry["drain"]
 
 
 def _trace_seeds(name: str, entry: Any, seeds: list[int]) -> list[int]:
