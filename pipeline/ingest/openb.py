@@ -89,6 +89,9 @@ class Openb:
     def run(self, src: Path, out: Path, ledger: Ledger, manifest: Manifest) -> None:
         """Read the node and pod lists under ``src``; write canonical tables into ``out``."""
         require_tables(src, self.tables, manifest)
+        for table in self.tables:
+            for path in table.files(src):
+                _check_header(path, table)
         manifest.units = {"cpu": "cores (cpu_milli/1000)", "mem": "GiB (memory_mib/1024)",
                           "gpu": "devices (a value below 1: a share of one device)",
                           "time": "s"}
@@ -180,6 +183,20 @@ def _reject(pods: pl.DataFrame, ledger: Ledger) -> pl.DataFrame:
                           field_name=reason)
             bad = bad | hit
     return pods.filter(~bad)
+
+
+def _check_header(path: Path, table: RawTable) -> None:
+    """A file whose header row is not the published one is a one-line error (its columns
+    would be read under the wrong names)."""
+    with path.open("rb") as handle:
+        got = handle.readline().decode("utf-8", "replace").strip().split(",")
+    expected = [c.name for c in table.columns]
+    if got != expected:
+        wrong = next((f"column {i + 1} is {g!r}, expected {e!r}" for i, (g, e)
+                      in enumerate(zip(got, expected, strict=False)) if g != e),
+                     f"{len(got)} columns, expected {len(expected)}")
+        raise TraceError(f"header row is not openb's {table.name} header: {wrong}", path,
+                         field="header")
 
 
 def _jobs(tasks: pl.DataFrame) -> pl.DataFrame:

@@ -70,6 +70,7 @@ from pipeline.errors import TraceError, UsageError
 from pipeline.ingest.base import require_tables
 from pipeline.ingest.csvparts import BLOCK_BYTES, FLOAT, Column, RawTable
 from pipeline.ingest.rawfile import stored_blocks
+from pipeline.ingest.swf_nodes import node_machines, node_shape, spread_over_nodes
 from pipeline.ingest.window import set_window
 from pipeline.trace.io import write_table
 from pipeline.trace.manifest import Ledger, Manifest, SourceFile
@@ -134,10 +135,14 @@ class Swf:
     options: ClassVar[dict[str, str]] = {
         "size": "job size in processors: requested (field 8, else allocated; default) or "
                 "allocated (field 5, else requested)",
+        "machine": "pool (one machine of MaxProcs processors; default) or nodes (MaxNodes "
+                   "nodes, each job a gang of tasks over the nodes it needs)",
     }
 
-    def __init__(self, size: str = "requested", block_bytes: int = BLOCK_BYTES) -> None:
+    def __init__(self, size: str = "requested", machine: str = "pool",
+                 block_bytes: int = BLOCK_BYTES) -> None:
         self.size = size
+        self.machine = machine
         self.block_bytes = block_bytes
 
     def run(self, src: Path, out: Path, ledger: Ledger, manifest: Manifest) -> None:
@@ -145,6 +150,9 @@ class Swf:
         if self.size not in SIZES:
             raise UsageError(f"must be one of: {', '.join(SIZES)} (got '{self.size}')",
                              field="--set size")
+        if self.machine not in ("pool", "nodes"):
+            raise UsageError(f"must be one of: pool, nodes (got '{self.machine}')",
+                             field="--set machine")
         require_tables(src, self.tables, manifest)
         path = one_log(src)
         rel = str(path.relative_to(src))
@@ -155,7 +163,12 @@ class Swf:
         jobs, tasks = emit(rows, ledger, self.size, POOL)
         pool_cpu, pool_source = pool_processors(header, tasks)
         ledger.repair("tasks", "larger_than_pool_kept", int((tasks["cpu"] > pool_cpu).sum()))
-        write_table(out, "machines", conform(machine_table(pool_cpu).to_arrow(), "machines"))
+        machines = machine_table(pool_cpu)
+        if self.machine == "nodes":
+            ppn = node_shape(header.whole("MaxNodes"), pool_cpu, path)
+            machines = node_machines(int(pool_cpu / ppn), ppn)
+            tasks = spread_over_nodes(tasks, ppn, ledger)
+        write_table(out, "machines", conform(machines.to_arrow(), "machines"))
         write_table(out, "jobs", conform(jobs.to_arrow(), "jobs"))
         write_table(out, "tasks", conform(tasks.to_arrow(), "tasks"))
         end_s = float(tasks.select(
@@ -177,7 +190,11 @@ class Swf:
         statuses = rows["status"].value_counts().sort("status").iter_rows()
         kept = {k: header.values[k] for k in HEADER_KEPT if k in header.values}
         manifest.notes = {
-            "machines": f"one pool of {pool_cpu:g} processors ({pool_source}), mem 1.0",
+            "machines": (f"one pool of {pool_cpu:g} processors ({pool_source}), mem 1.0"
+                         if self.machine == "pool" else
+                         f"{pool_cpu:g} processors ({pool_source}) as MaxNodes nodes; each "
+                         "job a gang of tasks over the nodes it needs "
+                         "(pipeline.ingest.swf_nodes)"),
             "size": (f"size={self.size}: task cpu = " + (
                 "requested processors (field 8), allocated (field 5) where -1"
                 if self.size == "requested" else

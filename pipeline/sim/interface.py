@@ -38,8 +38,8 @@ trace's units; node arrays are indexed by *node slot* ``0..n_nodes-1``, fixed fo
     same as a CSR list in ``inputs_indptr``/``inputs_node``), ``input_mb`` (MiB it reads),
     ``row`` (the task's row in the trace, stable across runs), ``recorded_node`` and
     ``recorded_start_s`` (where and when the trace ran it: -1 / NaN where not recorded),
-    ``requested_s`` (the run time the user asked for, NaN where not stated; also on
-    ``view.running``).
+    ``requested_s`` (the run time the user asked for, NaN where not stated) and ``gang``
+    (the task's gang code, -1: none), both also on ``view.running``.
 ``view.running`` (:class:`RunningView`, only built for policies with ``needs_running =
     True``): the running containers with ``node``, ``req``, ``used``, ``user``, ``queue``,
     ``job``, ``priority``, ``start_s``, ``progress`` (fraction of work done), ``attempts``,
@@ -142,7 +142,7 @@ class _TaskColumns:
     """Columns of a set of task slots, each gathered from the task table on first access."""
 
     _COLUMNS: ClassVar[tuple[str, ...]] = ("req", "used", "user", "queue", "job", "priority",
-                                           "attempts", "row", "kind", "requested")
+                                           "attempts", "row", "kind", "requested", "gang")
     _slots: np.ndarray
     _t: object
 
@@ -213,6 +213,12 @@ class _TaskColumns:
     def inputs(self) -> np.ndarray:
         """(n, INPUT_WIDTH) node slots holding each task's input, -1 padded."""
         return self._take("inp")
+
+    @cached_property
+    def gang(self) -> np.ndarray:
+        """Each task's gang code (-1: none): tasks of one gang start together or not at all
+        (:mod:`pipeline.sim.gangs`; the core holds back a gang not placed whole)."""
+        return self._take("gang")
 
     @cached_property
     def requested_s(self) -> np.ndarray:

@@ -111,3 +111,12 @@ def test_generate_then_ingest_round_trip(tmp_path: Path) -> None:
     assert validate(tmp_path / "t").ok and not manifest.rows_rejected
     stated = json.loads((tmp_path / "raw" / "generated.json").read_text())
     assert manifest.window_end_s == stated["window_end_s"] == 7200
+
+
+def test_a_file_with_another_header_is_one_line_naming_the_column(tmp_path: Path) -> None:
+    src = _src(tmp_path, "n1,96000,393216,8,G2\n", "p0,1000,1024,1,500,,LS,Running,0,100,0\n")
+    text = (src / "openb_pod_list_default.csv").read_text().replace("num_gpu", "gpus", 1)
+    (src / "openb_pod_list_default.csv").write_text(text)
+    with pytest.raises(TraceError, match="column 4 is 'gpus', expected 'num_gpu'") as err:
+        ingest("alibaba-gpu2023", src, tmp_path / "t")
+    assert "openb_pod_list_default.csv" in str(err.value) and "\n" not in str(err.value)

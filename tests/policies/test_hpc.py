@@ -7,6 +7,7 @@ import gzip
 import heapq
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from typer.testing import CliRunner
@@ -156,3 +157,41 @@ def test_hpc_metrics_view_and_report_section(tmp_path: Path) -> None:
                                      "select label, size_class, jobs from hpc_by_size "
                                      "order by label, size_order"])
     assert sizes.stdout.splitlines()[1:3] == ["easy-backfill,1,1", "easy-backfill,2-4,2"]
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy-backfill"])
+def test_pool_and_nodes_models_give_the_same_job_starts(tmp_path: Path, policy: str) -> None:
+    """SDSC-SP2 has one processor per node (MaxNodes = MaxProcs = 128), so no job depends
+    on node boundaries: read as 128 nodes, each job a gang of one-processor tasks, every job
+    starts when it does on the 128-processor pool."""
+    log = LOGS / "SDSC-SP2-1998-4.2-cln.swf.gz"
+    if not log.exists():
+        pytest.skip(f"SWF logs not found under {LOGS.resolve()}")
+    src = tmp_path / "src"
+    src.mkdir()
+    lines = gzip.decompress(log.read_bytes()).decode().splitlines()
+    body = [line for line in lines if not line.startswith(";")][:1500]
+    (src / "sdsc.swf").write_text("\n".join([h for h in lines if h.startswith(";")] + body))
+    starts = {}
+    for machine in ("pool", "nodes"):
+        ingest("swf", src, tmp_path / machine, options={"machine": machine})
+        replay(tmp_path / machine, policy, {}, 0, tmp_path / f"{machine}-run", drain=True)
+        runs = pl.read_parquet(tmp_path / f"{machine}-run" / "task_runs.parquet")
+        jobs = runs.group_by("job_id").agg(pl.col("start_s").min(), pl.col("start_s").max()
+                                           .alias("last"), pl.len())
+        assert (jobs["start_s"] == jobs["last"]).all()  # a gang starts at once
+        starts[machine] = dict(zip(jobs["job_id"], jobs["start_s"], strict=True))
+    assert len(starts["nodes"]) == len(starts["pool"]) > 1000
+    assert starts["nodes"] == starts["pool"]
+    nodes = pl.read_parquet(tmp_path / "nodes" / "machines.parquet")
+    assert nodes.height == 128 and (nodes["cpu"] == 1).all()
+
+
+def test_the_extra_processors_count_every_job_ending_at_the_shadow_time() -> None:
+    from pipeline.policies.hpc.easy import reservation
+
+    # 2 free now; jobs of 3 and 4 processors both end at 50: a head of 4 needs the first
+    # release, and at 50 all 2 + 3 + 4 = 9 are free: 5 extra, not 1
+    assert reservation(2.0, 4.0, np.array([50.0, 50.0, 90.0]), np.array([3.0, 4.0, 1.0])) == (
+        50.0, 5.0)
+    assert reservation(0.0, 4.0, np.array([np.inf]), np.array([8.0])) == (np.inf, 0.0)

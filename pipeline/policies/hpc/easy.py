@@ -18,6 +18,8 @@ Conventions (documented choices where the sources are silent):
   the extra processors;
 - a running job past its requested time is expected to end now (it holds its processors
   until it actually ends);
+- a job spread over nodes (an SWF log read as ``MaxNodes`` nodes: a gang of tasks) is one
+  job here: it fits when all its tasks do, and it needs their processors together;
 - planning counts processors (``cpu``) over all up nodes: exact for the Standard Workload
   Format's single pool, where every job goes to the one node; on several nodes a job also
   needs one node with room, memory and GPUs included;
@@ -32,7 +34,7 @@ from typing import ClassVar
 import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
-from pipeline.policies.hpc.pool import Pool
+from pipeline.policies.hpc.pool import Pool, jobs_in_queue
 from pipeline.sim.interface import Decisions, SchedView
 
 
@@ -53,43 +55,44 @@ class EasyBackfill(PolicyBase):
         pool = Pool(view.nodes)
         placed: list[int] = []
         nodes: list[int] = []
+        jobs = jobs_in_queue(pending.gang)
         head = 0
-        while head < len(req):  # FCFS from the head while jobs fit
-            node = pool.node_for(req[head])
-            if node < 0:
+        while head < len(jobs):  # FCFS from the head while jobs fit
+            got = pool.place_job(req, jobs[head])
+            if got is None:
                 break
-            pool.take(node, req[head])
-            placed.append(head)
-            nodes.append(node)
+            placed += jobs[head].tolist()
+            nodes += got
             head += 1
-        if head < len(req) - 1:  # the head waits: backfill behind its reservation
-            self._backfill(view, pool, head, placed, nodes, now)
+        if head < len(jobs) - 1:  # the head waits: backfill behind its reservation
+            self._backfill(view, pool, jobs, head, placed, nodes, now)
         return Decisions(place_req=np.asarray(placed, np.int64),
                          place_node=np.asarray(nodes, np.int64))
 
-    def _backfill(self, view: SchedView, pool: Pool, head: int, placed: list[int],
-                  nodes: list[int], now: float) -> None:
+    def _backfill(self, view: SchedView, pool: Pool, jobs: list[np.ndarray], head: int,
+                  placed: list[int], nodes: list[int], now: float) -> None:
         pending = view.pending
         req, requested = pending.req, pending.requested_s
         ends, cpus = self._planned_ends(view, now, placed, requested)
-        shadow, extra = reservation(pool.free_cpu(), float(req[head, 0]), ends, cpus)
-        for j in range(head + 1, len(req)):
-            node = pool.node_for(req[j])
-            if node < 0:
+        need = float(req[jobs[head], 0].sum())
+        shadow, extra = reservation(pool.free_cpu(), need, ends, cpus)
+        for job in jobs[head + 1:]:
+            size = float(req[job, 0].sum())
+            ends_by_shadow = now + _estimate(requested[job[0]]) <= shadow
+            if not ends_by_shadow and size > extra:
                 continue
-            ends_by_shadow = now + _estimate(requested[j]) <= shadow
+            got = pool.place_job(req, job)
+            if got is None:
+                continue
             if not ends_by_shadow:
-                if req[j, 0] > extra:
-                    continue
-                extra -= float(req[j, 0])
-            pool.take(node, req[j])
-            placed.append(j)
-            nodes.append(node)
+                extra -= size
+            placed += job.tolist()
+            nodes += got
 
     @staticmethod
     def _planned_ends(view: SchedView, now: float, placed: list[int],
                       requested: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """When each running job (and each job started in this pass) is expected to end,
+        """When each running task (and each task started in this pass) is expected to end,
         and its processors."""
         running = view.running
         ends = [np.maximum(running.start_s + _estimates(running.requested_s), now)]
@@ -104,8 +107,10 @@ class EasyBackfill(PolicyBase):
 def reservation(free_now: float, need: float, ends: np.ndarray, cpus: np.ndarray
                 ) -> tuple[float, float]:
     """The head's shadow time and the extra processors then: running jobs release their
-    processors at their planned ends (earliest first) until ``need`` are free.  A head that
-    no planned end frees enough for gets shadow time infinity and no extra processors."""
+    processors at their planned ends (earliest first) until ``need`` are free; the extra
+    processors are all those free at that time (every job ending by then counted) beyond
+    ``need``.  A head that no planned end frees enough for gets shadow time infinity and no
+    extra processors."""
     available = free_now
     order = np.argsort(ends, kind="stable")
     for k in order:
@@ -113,7 +118,9 @@ def reservation(free_now: float, need: float, ends: np.ndarray, cpus: np.ndarray
             break
         available += float(cpus[k])
         if available >= need - 1e-9:
-            return float(ends[k]), available - need
+            shadow = float(ends[k])
+            at_shadow = free_now + float(cpus[ends <= shadow].sum())
+            return shadow, at_shadow - need
     return float("inf"), 0.0
 
 

@@ -4,7 +4,8 @@ Source: the baseline of the HPC scheduling literature, e.g. Feitelson, "Workload
 for Computer Systems Performance Evaluation" (2015), and Mu'alem and Feitelson, "Utilization,
 Predictability, Workloads, and User Runtime Estimates in Scheduling the IBM SP2 with
 Backfilling" (IEEE TPDS 12(6), 2001): jobs start in arrival order; the first job that does
-not fit blocks every job behind it, whatever their size (no backfilling).  At one instant
+not fit blocks every job behind it, whatever their size (no backfilling).  A job spread over
+nodes (a gang of tasks) fits when all its tasks do.  At one instant
 the core releases completions first, then adds arrivals in trace order, then calls the
 policy once; starting from the head of the queue, each job starts while it fits.
 """
@@ -16,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
-from pipeline.policies.hpc.pool import Pool
+from pipeline.policies.hpc.pool import Pool, jobs_in_queue
 from pipeline.sim.interface import Decisions, SchedView
 
 
@@ -32,13 +33,13 @@ class Fcfs(PolicyBase):
     def decide(self, view: SchedView) -> Decisions:
         req = view.pending.req
         pool = Pool(view.nodes)
-        placed, nodes = [], []
-        for i in range(len(req)):
-            node = pool.node_for(req[i])
-            if node < 0:
+        placed: list[int] = []
+        nodes: list[int] = []
+        for job in jobs_in_queue(view.pending.gang):
+            got = pool.place_job(req, job)
+            if got is None:
                 break
-            pool.take(node, req[i])
-            placed.append(i)
-            nodes.append(node)
+            placed += job.tolist()
+            nodes += got
         return Decisions(place_req=np.asarray(placed, np.int64),
                          place_node=np.asarray(nodes, np.int64))

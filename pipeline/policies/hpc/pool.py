@@ -1,12 +1,15 @@
-"""Free capacity during one scheduling pass of an HPC policy: which node a job fits on now.
+"""Free capacity during one scheduling pass of an HPC policy: where a job fits now.
 
-A rigid job is one task asking for ``cpu`` processors (and memory, GPUs) on one node; for a
-Standard Workload Format log the cluster is one pool of ``MaxProcs`` processors, so the pool
-is the node.  Placements are made in order and each one takes its room at once, so the next
-job of the same pass sees what is left.
+A rigid job is one task asking for ``cpu`` processors (and memory, GPUs) on one node, or a
+gang of such tasks (``gang``: an SWF log read as ``MaxNodes`` nodes spreads a job over the
+nodes it needs, :mod:`pipeline.ingest.swf_nodes`) that must all start at once.  For a log read
+as one pool of ``MaxProcs`` processors, the pool is the node.  Placements are made in order
+and each one takes its room at once, so the next job of the same pass sees what is left.
 """
 
 from __future__ import annotations
+
+from itertools import pairwise
 
 import numpy as np
 
@@ -31,7 +34,33 @@ class Pool:
         """Hold ``req`` on ``node`` for the rest of the pass."""
         self.free[node] -= req
 
+    def place_job(self, req: np.ndarray, rows: np.ndarray) -> list[int] | None:
+        """Nodes for every task ``rows`` of one job, taken at once; None (nothing taken)
+        when some task does not fit."""
+        nodes: list[int] = []
+        for row in rows:
+            node = self.node_for(req[row])
+            if node < 0:
+                for taken, back in zip(nodes, rows, strict=False):
+                    self.free[taken] += req[back]
+                return None
+            self.take(node, req[row])
+            nodes.append(node)
+        return nodes
+
     def free_cpu(self) -> float:
         """Processors free now over the up nodes."""
         up = np.isfinite(self.free[:, 0])
         return float(self.free[up, 0].sum())
+
+
+def jobs_in_queue(gang: np.ndarray) -> list[np.ndarray]:
+    """The pending queue as jobs: each request alone, except that consecutive requests of
+    one gang (code >= 0) form one job."""
+    n = len(gang)
+    if n == 0:
+        return []
+    starts = np.ones(n, dtype=bool)
+    starts[1:] = (gang[1:] < 0) | (gang[1:] != gang[:-1])
+    edges = np.append(np.flatnonzero(starts), n)
+    return [np.arange(lo, hi) for lo, hi in pairwise(edges)]
