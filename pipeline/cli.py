@@ -284,6 +284,9 @@ def bench(
         help="Task counts, e.g. 1e6,5e6,40e6: run each through workload, replay and load, "
              "each stage in its own process, and print one JSON line per stage (tasks/s, "
              "peak RSS).")] = None,
+    gpu: Annotated[bool, typer.Option(
+        "--gpu/--no-gpu", help="Give 40% of the machines 8 GPU devices and 30% of the tasks "
+        "a GPU request (a share of one device, or whole devices).")] = False,
 ) -> None:
     """Time the replay core on a generated workload; print one JSON line."""
     if scale is not None:
@@ -296,7 +299,7 @@ def bench(
     from pipeline.bench.run import bench as run_bench
 
     typer.echo(json.dumps(run_bench(policy, machines, tasks, seed, parse_settings(set_),
-                                    cluster)))
+                                    cluster, gpu=gpu)))
 
 
 @app.command()

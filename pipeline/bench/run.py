@@ -45,14 +45,14 @@ def warm_up(policy: str, params: dict[str, Any], seed: int, cluster: str,
 
 def bench(policy: str, machines: int = 12_500, tasks: int = 1_000_000, seed: int = 0,
           params: dict[str, Any] | None = None, cluster: str = "fixed",
-          workdir: Path | None = None) -> dict[str, Any]:
+          workdir: Path | None = None, gpu: bool = False) -> dict[str, Any]:
     """Replay a synthetic workload of ``tasks`` tasks on ``machines`` nodes; return figures."""
     policy_class(policy)  # fail fast on an unknown name
     given = dict(params or {})
     cluster_options = {k: given.pop(k) for k in list(given) if k in CLUSTER_PARAMS}
     params = given
     with tempfile.TemporaryDirectory(dir=workdir, prefix="tracereplay-bench-") as tmp:
-        trace = synthetic_workload(Path(tmp) / "trace", machines, tasks, seed)
+        trace = synthetic_workload(Path(tmp) / "trace", machines, tasks, seed, gpu=gpu)
         startup = warm_up(policy, params, seed, cluster, cluster_options, Path(tmp))
         started = time.perf_counter()
         result = replay(trace, policy, params, seed, Path(tmp) / "run", cluster=cluster,
@@ -61,6 +61,7 @@ def bench(policy: str, machines: int = 12_500, tasks: int = 1_000_000, seed: int
     summary = result.run["summary"]
     return {
         "policy": policy, "machines": machines, "tasks": tasks, "cluster": cluster,
+        **({"gpu": True, "gpu_held": summary.get("gpu_held", 0)} if gpu else {}),
         **({"settings": {**params, **cluster_options}} if params or cluster_options else {}),
         "wall_s": round(wall, 3), "startup_s": round(startup, 3),
         "tasks_per_s": round(tasks / wall, 1),

@@ -87,9 +87,18 @@ def _ids(prefix: str, values: np.ndarray) -> pl.Series:
     return frame.select(pl.concat_str(pl.lit(prefix), pl.col("v").cast(pl.String))).to_series()
 
 
+# GPU requests of the ``gpu`` workload (shaped on Alibaba's openb pods, GPU tasks only):
+# shares of one device and whole devices, with their weights
+GPU_REQUESTS = (0.25, 0.5, 0.75, 1.0, 2.0, 4.0)
+GPU_WEIGHTS = (0.12, 0.16, 0.12, 0.52, 0.05, 0.03)
+GPU_TASK_SHARE = 0.3  # of tasks
+GPU_MACHINE_SHARE = 0.4  # of machines, each with GPU_PER_MACHINE devices
+GPU_PER_MACHINE = 8
+
+
 def synthetic_workload(directory: Path, machines: int = 12_500, tasks: int = 1_000_000,
                        seed: int = 0, load: float = 0.7, users: int = 50,
-                       chunk_tasks: int = 1 << 20) -> Path:
+                       chunk_tasks: int = 1 << 20, gpu: bool = False) -> Path:
     """Write a synthetic canonical trace of ``machines`` nodes and ``tasks`` tasks.
 
     Tasks are drawn and written a chunk of jobs at a time (about ``chunk_tasks`` tasks, each
@@ -97,6 +106,10 @@ def synthetic_workload(directory: Path, machines: int = 12_500, tasks: int = 1_0
     chunk: a first pass over the chunks sums the work to set the arrival span, a second
     draws them again and writes them in submit order (tasks of a chunk that arrive after
     the next chunk's first job wait for it, then the two are sorted together).
+
+    ``gpu``: a share of the machines get 8 GPU devices and a share of the tasks ask for a
+    share of one device or whole devices (``GPU_REQUESTS``), drawn from generators of their
+    own, so the CPU-only workload of the same seed is unchanged.
     """
     rng = np.random.default_rng(seed)
     big = rng.random(machines) < 0.3
@@ -131,7 +144,9 @@ def synthetic_workload(directory: Path, machines: int = 12_500, tasks: int = 1_0
                 "task_id": _ids("t", np.arange(first_task[j0], first_task[j1])),
                 "job_id": _ids("j", job),
                 "submit_s": (job_submit[job] + crng.exponential(5.0, size=n)).round(3),
-                "duration_s": duration, "cpu": cpu, "mem": mem, "gpu": np.zeros(n),
+                "duration_s": duration, "cpu": cpu, "mem": mem,
+                "gpu": _gpu_requests(np.random.default_rng([seed, c, 7]), n) if gpu
+                else np.zeros(n),
                 "cpu_used": cpu * crng.uniform(0.3, 0.9, size=n),
                 "mem_used": mem * crng.uniform(0.4, 0.9, size=n),
             })
@@ -147,7 +162,9 @@ def synthetic_workload(directory: Path, machines: int = 12_500, tasks: int = 1_0
 
     machine_frame = pl.DataFrame({
         "machine_id": _ids("m", np.arange(machines)),
-        "cpu": m_cpu, "mem": m_mem, "gpu": np.zeros(machines),
+        "cpu": m_cpu, "mem": m_mem,
+        "gpu": (np.where(np.random.default_rng([seed, 7]).random(machines) < GPU_MACHINE_SHARE,
+                         float(GPU_PER_MACHINE), 0.0) if gpu else np.zeros(machines)),
         "rack": _ids("r", np.arange(machines) // 40),
         "speed": np.ones(machines), "added_s": np.zeros(machines),
     })
@@ -165,3 +182,10 @@ def _task_shapes(rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
     mem = cpu * rng.choice([2.0, 4.0], size=n)
     duration = np.clip(rng.lognormal(np.log(120.0), 0.8, size=n), 1.0, 1200.0).round(1)
     return cpu, mem, duration
+
+
+def _gpu_requests(rng: np.random.Generator, n: int) -> np.ndarray:
+    """GPU requests of ``n`` tasks: ``GPU_TASK_SHARE`` of them ask for one of GPU_REQUESTS."""
+    weights = np.asarray(GPU_WEIGHTS) / sum(GPU_WEIGHTS)
+    asks = rng.choice(np.asarray(GPU_REQUESTS), size=n, p=weights)
+    return np.where(rng.random(n) < GPU_TASK_SHARE, asks, 0.0)

@@ -272,6 +272,7 @@ def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: Clus
         units=trace.units, on_progress=on_progress,
         speed_changes=SpeedChanges(*changes) if changes is not None else None,
         gang_sizes=trace.gang_sizes(),
+        gpu_devices=_gpu_devices(spec, trace, cluster),
     )
 
     def job_queues() -> tuple[np.ndarray, tuple[str, ...]]:
@@ -298,6 +299,16 @@ def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: Clus
         out.write_table(out.queues_table(rows, run_id), tmp / out.QUEUES)
     shutil.rmtree(scratch)
     return summary, sim
+
+
+def _gpu_devices(spec: ClusterSpec, trace: TraceInput,
+                 cluster: FixedCluster | ElasticCluster) -> np.ndarray | None:
+    """GPU devices per node slot: the trace's machines' counts, or the elastic template's."""
+    if spec.kind == "fixed":
+        counts = trace.machine_cap()[:, 2]
+    else:
+        counts = np.full(len(cluster.machine_ids), float(cluster.template[2]))
+    return np.floor(counts).astype(np.int64) if np.any(counts > 0) else None
 
 
 def _cluster_total(spec: ClusterSpec, trace: TraceInput,

@@ -29,6 +29,7 @@ from pipeline.sim.cluster import FixedCluster
 from pipeline.sim.contention import Contended, SpeedChanges
 from pipeline.sim.deps import Dependencies
 from pipeline.sim.gangs import Gangs
+from pipeline.sim.gpus import GpuDevices
 from pipeline.sim.heartbeat import Heartbeats
 from pipeline.sim.interface import ClusterInfo, NodeView, Policy, readonly
 from pipeline.sim.nodemanager import NMOptions, NodeManagers
@@ -108,6 +109,8 @@ class SimSummary:
     sim_s: float = 0.0
     # placements held back because their gang was not placed whole (pipeline.sim.gangs)
     gang_held: int = 0
+    # placements held back because their GPU request fit no device (pipeline.sim.gpus)
+    gpu_held: int = 0
 
 
 class Simulation(Operations, Speculating, Contended):
@@ -121,8 +124,12 @@ class Simulation(Operations, Speculating, Contended):
                  units: dict[str, str] | None = None,
                  on_progress: Callable[[float], None] | None = None,
                  speed_changes: SpeedChanges | None = None,
-                 gang_sizes: np.ndarray | None = None) -> None:
+                 gang_sizes: np.ndarray | None = None,
+                 gpu_devices: np.ndarray | None = None) -> None:
         self.cluster = cluster
+        # GPU devices per node slot (pipeline.sim.gpus), None when no node has a GPU
+        self.gpus = (GpuDevices(gpu_devices) if gpu_devices is not None
+                     and np.any(np.asarray(gpu_devices) > 0) else None)
         # tasks in gangs start together or not at all (pipeline.sim.gangs); gang_sizes:
         # members per gang code, None when the trace has no gangs
         self.gangs = Gangs(gang_sizes) if gang_sizes is not None else None
@@ -148,7 +155,11 @@ class Simulation(Operations, Speculating, Contended):
             opp_alloc=readonly(nodes.oalloc), opp_queued=readonly(nodes.oppq),
             opp_oldest_s=readonly(nodes.oppq_since), done=readonly(nodes.done),
             done_run_s=readonly(nodes.done_s),
+            gpu_free=readonly(self.gpus.free) if self.gpus is not None else None,
         )
+        if self.gpus is not None:  # the GPU a request cannot use, as policies see it
+            self._view_alloc = nodes.alloc.copy()
+            self.node_view.alloc = readonly(self._view_alloc)
         self.info = ClusterInfo(
             kind=cluster.kind, n_nodes=len(nodes), min_nodes=cluster.min_nodes,
             max_nodes=cluster.max_nodes, n_racks=cluster.n_racks, users=users, queues=queues,
@@ -237,7 +248,8 @@ class Simulation(Operations, Speculating, Contended):
         self._finish(end)
         return SimSummary(end, self.n_tasks, self.events, self.points, self.calls,
                           self.placements, time.perf_counter() - started,
-                          self.gangs.held if self.gangs is not None else 0)
+                          self.gangs.held if self.gangs is not None else 0,
+                          self.gpus.held if self.gpus is not None else 0)
 
     def _done(self) -> bool:
         """Every task accounted for and, up to a horizon, no node event left before it."""

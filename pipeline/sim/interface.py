@@ -25,7 +25,8 @@ trace's units; node arrays are indexed by *node slot* ``0..n_nodes-1``, fixed fo
     ``used`` (n, 2) measured cpu/mem usage of all running containers, following each task's
     usage over time where the trace has it (its mean, else its request, elsewhere);
     ``n_containers``; ``state`` (0 absent, 1 booting, 2 up, 3 down) and ``up`` (bool);
-    ``speed`` (relative, 1.0 = nominal); ``rack`` (int code, -1 none); ``n_provisioned``
+    ``speed`` (relative, 1.0 = nominal); ``rack`` (int code, -1 none); ``gpu_free`` (n, D)
+    free milli-GPU per device (-1: no such device; None without GPUs); ``n_provisioned``
     (nodes billed now, booting included); ``changed``: node slots whose state or allocation
     changed since this policy's previous call (all nodes on the first call), so a policy can
     keep incremental indexes.
@@ -131,6 +132,10 @@ class NodeView:
     opp_oldest_s: np.ndarray | None = None  # when each node's oldest queued one was queued
     done: np.ndarray | None = None  # tasks finished on each node's current incarnation
     done_run_s: np.ndarray | None = None  # and their summed run times (s)
+    # free share of each GPU device (milli-GPU, -1: no such device), None without GPUs
+    # (pipeline.sim.gpus: the core binds devices and holds back what fits none; with
+    # devices, alloc[:, 2] is the GPU no request can use: capacity minus the room)
+    gpu_free: np.ndarray | None = None
 
     @property
     def up(self) -> np.ndarray:

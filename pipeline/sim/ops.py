@@ -62,6 +62,10 @@ class Operations:
     def view(self: Simulation, at: float) -> SchedView:
         """The read-only view handed to the policy at scheduling point ``at``."""
         nodes = self.cluster.nodes
+        if self.gpus is not None:  # devices of tasks that ended since are free again
+            self.gpus.sync(self.tasks)
+            np.copyto(self._view_alloc, nodes.alloc)
+            self._view_alloc[:, 2] = nodes.cap[:, 2] - self.gpus.room()
         self.node_view.changed = readonly(np.flatnonzero(nodes.dirty))
         self.node_view.n_provisioned = nodes.n_provisioned()
         nodes.dirty[:] = False
@@ -109,11 +113,19 @@ class Operations:
         opp_req, opp_node = self._pairs(d.opp_req, d.opp_node, "opp")
         spec_run, spec_node = self._pairs(d.spec_run, d.spec_node, "spec")
         opp_slots = self._opp_slots(at, opp_req, opp_node) if len(opp_req) else None
+        bound: list[tuple[int, int, int, int]] = []
+        if self.gpus is not None and len(req):  # devices first: a gang needs all its own
+            req, node, bound = self.gpus.bind(req, node, self.queue.slots, self.tasks,
+                                              self.cluster.nodes.dirty)
         if self.gangs is not None and len(req):
             req, node = self.gangs.whole(req, node, self.queue.slots, self.tasks,
                                          self.cluster.nodes.dirty)
+            if bound:
+                bound = self._bound_kept(bound, req)
         if len(req):
             self._place(at, req, node)
+        if bound:
+            self.gpus.commit(bound, self.tasks)
         if opp_slots is not None and np.any(self.tasks.state[opp_slots] != PENDING):
             raise PolicyError(f"policy '{self.policy_name}' placed a request both as "
                               f"guaranteed and opportunistic at t={at:g}s")
@@ -185,6 +197,13 @@ class Operations:
         self.needs_decision = True
         step = self.options.sched_interval_s
         self.wake_at = min(self.wake_at, at + (step if step > 0 else 1e-3))
+
+    def _bound_kept(self: Simulation, bound: list[tuple[int, int, int, int]],
+                    req: np.ndarray) -> list[tuple[int, int, int, int]]:
+        """The device bindings of placements a gang check kept; the others given back."""
+        kept = set(self.queue.slots[req[(req >= 0) & (req < len(self.queue))]].tolist())
+        self.gpus.undo([b for b in bound if b[0] not in kept])
+        return [b for b in bound if b[0] in kept]
 
     def _place(self: Simulation, at: float, req: np.ndarray, node: np.ndarray) -> None:
         t, h, n = self.tasks, self.heap, self.cluster.nodes

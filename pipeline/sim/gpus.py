@@ -1,0 +1,166 @@
+"""GPU devices in the event-driven replay: which devices each running task holds.
+
+A machine's ``gpu`` counts its devices; a task asks for a share of one device (``gpu`` below
+1: GPU sharing, the share must fit on a single device) or for whole devices.  The core keeps
+each node's per-device free share (milli-GPU, :attr:`GpuDevices.free`, -1 where a node has
+no such device) and binds devices to each placement the policy returns: a share goes to the
+tightest device that fits it (least free share at or above it, lowest index on ties), whole
+devices to the lowest-numbered fully free ones, as the FGD paper's simulator binds them
+(:mod:`pipeline.policies.gpu.devices`).  A placement whose GPU request fits the node's total
+free GPU but no device (a 0.6 share where 0.3 + 0.3 is free apart) is held back: the task
+stays pending, the node is marked changed, and the count is kept (``gpu_held``).  Policies
+see the devices without knowing them: ``view.nodes.alloc[:, 2]`` is the node's GPU minus
+its :meth:`~GpuDevices.room` (whole free devices plus the largest free share of a partly
+used one), so the free GPU a policy computes (``cap - alloc``) admits exactly the requests
+some device can take; ``view.nodes.gpu_free`` has the devices themselves.  Devices are
+given back when their task stops running for any reason (finished, preempted, killed,
+evicted), found at the next scheduling point.
+
+Not bound to devices (a documented limit): speculative copies and opportunistic containers,
+which the core starts on their own paths; GPU model constraints (``gpu_spec``) are not
+checked in the event replay (the GPU placement experiment checks them).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from pipeline.sim.tasks import RUNNING, TaskTable
+
+MILLI = 1000
+
+
+class GpuDevices:
+    """Per-node device state and the devices each running task holds."""
+
+    def __init__(self, counts: np.ndarray) -> None:
+        counts = np.asarray(counts, dtype=np.int64)
+        width = max(int(counts.max(initial=0)), 1)
+        self.free = np.where(np.arange(width)[None, :] < counts[:, None], MILLI, -1).astype(
+            np.int64)
+        self.held = 0  # placements held back: the GPU request fit no device
+        # the bindings in force: slot, node, attempts at binding, device mask, share
+        self._slot = np.zeros(0, np.int64)
+        self._node = np.zeros(0, np.int64)
+        self._attempt = np.zeros(0, np.int64)
+        self._mask = np.zeros(0, np.int64)
+        self._share = np.zeros(0, np.int64)
+
+    def room(self) -> np.ndarray:
+        """Per node, the GPU a request can use: whole free devices plus the largest free
+        share of a partly used one.  Exact as one number: a share ``g`` < 1 fits some
+        device iff ``g <= room``, and ``k`` whole devices are free iff ``k <= room``."""
+        whole = (self.free == MILLI).sum(axis=1)
+        partial = np.where((self.free >= 0) & (self.free < MILLI), self.free, 0).max(
+            axis=1, initial=0)
+        return whole + partial / MILLI
+
+    def sync(self, tasks: TaskTable) -> None:
+        """Give back the devices of tasks no longer running where they were bound."""
+        if not len(self._slot):
+            return
+        t, slot = tasks, self._slot
+        alive = ((t.state[slot] == RUNNING) & (t.node[slot] == self._node)
+                 & (t.attempts[slot] == self._attempt))
+        if alive.all():
+            return
+        gone = ~alive
+        release(self._node[gone], self._mask[gone], self._share[gone], self.free)
+        self._slot, self._node = self._slot[alive], self._node[alive]
+        self._attempt, self._mask = self._attempt[alive], self._mask[alive]
+        self._share = self._share[alive]
+
+    def bind(self, req: np.ndarray, node: np.ndarray, pending: np.ndarray, tasks: TaskTable,
+             dirty: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, int, int]]]:
+        """Devices for each placement ``(req, node)`` in order; placements whose GPU request
+        fits no device are dropped.  Returns the kept pairs and the bindings made
+        (slot, node, mask, share), which :meth:`commit` records once the core applied them
+        (or :meth:`undo` gives back)."""
+        self.sync(tasks)
+        gpu = np.zeros(len(req))
+        valid = (req >= 0) & (req < len(pending)) & (node >= 0) & (node < len(self.free))
+        gpu[valid] = tasks.req[pending[req[valid]], 2]
+        if not np.any(gpu > 0):
+            return req, node, []
+        mask = np.zeros(len(req), dtype=np.int64)
+        share = np.zeros(len(req), dtype=np.int64)
+        keep = bind_devices(np.asarray(node, np.int64), gpu, self.free, mask, share)
+        dirty[node[~keep]] = True
+        self.held += int((~keep).sum())
+        hit = keep & (gpu > 0)
+        made = list(zip(pending[req[hit]].tolist(), node[hit].tolist(), mask[hit].tolist(),
+                        share[hit].tolist(), strict=True))
+        return req[keep], node[keep], made
+
+    def commit(self, made: list[tuple[int, int, int, int]], tasks: TaskTable) -> None:
+        """Record bindings the core applied (their tasks now run)."""
+        if not made:
+            return
+        slot, node, mask, share = (np.asarray(c, np.int64) for c in zip(*made, strict=True))
+        self._slot = np.concatenate([self._slot, slot])
+        self._node = np.concatenate([self._node, node])
+        self._attempt = np.concatenate([self._attempt, tasks.attempts[slot].astype(np.int64)])
+        self._mask = np.concatenate([self._mask, mask])
+        self._share = np.concatenate([self._share, share])
+
+    def undo(self, made: list[tuple[int, int, int, int]]) -> None:
+        """Give back bindings the core did not apply (their gang was held back)."""
+        if made:
+            _, node, mask, share = (np.asarray(c, np.int64) for c in zip(*made, strict=True))
+            release(node, mask, share, self.free)
+
+
+@numba.njit(cache=True)
+def bind_devices(node, gpu, free, mask, share):  # pragma: no cover (compiled)
+    """Bind devices for each placement in order (``gpu`` 0: none needed); a share goes to
+    the tightest device that fits it (lowest index on ties), whole devices to the
+    lowest-numbered fully free ones.  Fills ``mask`` (bit d: device d) and ``share`` (milli
+    per device); returns which placements got their devices."""
+    keep = np.ones(node.shape[0], dtype=np.bool_)
+    width = free.shape[1]
+    for i in range(node.shape[0]):
+        g = gpu[i]
+        if g <= 0:
+            continue
+        nd = node[i]
+        if g < 1:
+            want = np.int64(np.round(g * MILLI))
+            best = -1
+            for d in range(width):
+                if free[nd, d] >= want and (best < 0 or free[nd, d] < free[nd, best]):
+                    best = d
+            if best < 0:
+                keep[i] = False
+                continue
+            free[nd, best] -= want
+            mask[i] = np.int64(1) << best
+            share[i] = want
+        else:
+            count = np.int64(np.round(g))
+            found = 0
+            for d in range(width):
+                if free[nd, d] == MILLI:
+                    found += 1
+            if found < count:
+                keep[i] = False
+                continue
+            taken = 0
+            bits = np.int64(0)
+            for d in range(width):
+                if taken < count and free[nd, d] == MILLI:
+                    free[nd, d] = 0
+                    bits |= np.int64(1) << d
+                    taken += 1
+            mask[i] = bits
+            share[i] = MILLI
+    return keep
+
+
+@numba.njit(cache=True)
+def release(node, mask, share, free):  # pragma: no cover (compiled)
+    """Give each binding's share back to its devices."""
+    for i in range(node.shape[0]):
+        for d in range(free.shape[1]):
+            if (mask[i] >> d) & 1:
+                free[node[i], d] += share[i]
