@@ -123,7 +123,8 @@ def test_counts_by_reason(small: tuple[Manifest, Path]) -> None:
     }
     example = next(e for e in m.examples if e["reason"] == "wrong_column_count")
     assert (example["path"], example["line"]) == ("test.swf", 8 + 5 + 1)  # header, JOBS, then BAD
-    assert m.notes["options"] == '{"size": "requested"}' and m.notes["queues"] == "1 batch"
+    assert m.notes["options"] == '{"machine": "pool", "size": "requested"}'
+    assert m.notes["queues"] == "1 batch"
     assert m.time_origin.startswith("UnixStartTime 893466664 (1998-04-25T01:11:04Z)")
     _balanced(m)
 
@@ -133,7 +134,7 @@ def test_size_allocated_option(small: tuple[Manifest, Path], tmp_path: Path) -> 
                tmp_path / "out", options={"size": "allocated"})
     tasks = _rows(tmp_path / "out", "tasks")
     assert tasks["1"]["cpu"] == 8.0 and tasks["2"]["cpu"] == 4.0
-    assert m.notes["options"] == '{"size": "allocated"}'
+    assert m.notes["options"] == '{"machine": "pool", "size": "allocated"}'
     assert "processors_from_requested" not in m.repaired["tasks"]
     assert m.digest != small[0].digest
     assert validate(tmp_path / "out").ok
