@@ -176,6 +176,16 @@ class TraceInput:
         return Window(0.0, end, "no window in the manifest: from time 0 to the latest "
                                 "submit_s + duration_s of the tasks")
 
+    def gpu_spec_tasks(self) -> int:
+        """How many tasks name the GPU models they may use (``gpu_spec``)."""
+        count = 0
+        for f in part_files(self.dir, "tasks"):
+            if "gpu_spec" in pq.ParquetFile(f).schema_arrow.names:
+                specs = pq.read_table(f, columns=["gpu_spec"])["gpu_spec"]
+                count += int(pc.sum(pc.fill_null(pc.greater(pc.list_value_length(specs), 0),
+                                                 False)).as_py() or 0)
+        return count
+
     def gang_sizes(self) -> np.ndarray | None:
         """Members per gang (``gang_id``, coded in order of first appearance), or None when
         no task names a gang."""

@@ -20,6 +20,7 @@ import json
 import shutil
 import subprocess
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -183,6 +184,7 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
                                  speculation=spec_rule(resolved) is not None)
         counts = asdict(summary)
         settings = _settings(sim.policy, params or {}, opened, resolved)
+        unenforced = _unenforced(trace)
         run = {
             "run_id": run_id, "trace": trace_name or trace.dir.name,
             "trace_digest": digest, "trace_validated": trace.validated,
@@ -194,6 +196,7 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
             **({"param_files": {name: {"path": resolved[name], "sha256": sha}
                                 for name, sha in file_digests.items()}} if files else {}),
             "summary": {k: v for k, v in counts.items() if k != "sim_s"},
+            **({"unenforced": unenforced} if unenforced else {}),
         }
         provenance = {
             "trace_path": str(trace.dir.resolve()), "sim_s": counts["sim_s"],
@@ -224,6 +227,18 @@ def _inflation(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | N
     run_id, run, metrics = replay_inflation(Path(trace_dir), policy, params, int(seed),
                                             out_dir, trace_name, identity)
     return RunResult(run_id, out_dir, run, metrics)
+
+
+def _unenforced(trace: TraceInput) -> dict[str, int]:
+    """What the trace asks that the event replay does not enforce yet, said once (stderr)
+    and kept in run.json, so a result is never silently wrong about it."""
+    named = trace.gpu_spec_tasks()
+    if not named:
+        return {}
+    warnings.warn(f"{named} tasks name the GPU models they may use (gpu_spec): the event "
+                  "replay does not enforce GPU models yet (the GPU placement experiment "
+                  "does), so they may run on any GPU model", stacklevel=3)
+    return {"gpu_spec_tasks": named}
 
 
 def _settings(policy: Any, given: Mapping[str, Any], opened: Mapping[str, Any],

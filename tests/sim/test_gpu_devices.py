@@ -79,3 +79,13 @@ def test_bench_with_gpu_requests(tmp_path: Path) -> None:
 
     out = bench("yarn-uniform", machines=30, tasks=3000, gpu=True, workdir=tmp_path)
     assert out["gpu"] and out["tasks_finished"] == 3000 and out["gpu_held"] >= 0
+
+
+def test_gpu_models_not_enforced_by_the_event_replay_are_said(tmp_path: Path) -> None:
+    machines = [{"machine_id": "n0", "cpu": 8.0, "mem": 8.0, "gpu": 2.0, "gpu_model": "T4"}]
+    tasks = [{"task_id": "a", "job_id": "a", "submit_s": 0.0, "duration_s": 5.0, "cpu": 1.0,
+              "mem": 1.0, "gpu": 1.0, "gpu_spec": ["V100"]}]
+    trace = write_trace(tmp_path / "t", machines, tasks, window_end_s=100.0)
+    with pytest.warns(UserWarning, match="does not enforce GPU models"):
+        result = replay(trace, "yarn-uniform", {}, 0, tmp_path / "run")
+    assert result.run["unenforced"] == {"gpu_spec_tasks": 1}
