@@ -40,3 +40,13 @@ def require_tables(src: Path, tables: tuple[RawTable, ...], manifest: Manifest) 
                 f"'{table.pattern}')", src,
             )
         manifest.tables_absent.append(table.name)
+
+
+def single_file(src: Path, table: RawTable, what: str, why: str) -> Path:
+    """The one file of ``table`` under ``src`` (a log or workload is one machine's, one
+    period's); two or more are a one-line error naming them and saying ``why``."""
+    files = table.files(src)
+    if len(files) > 1:
+        names = ", ".join(f.name for f in files)
+        raise TraceError(f"{len(files)} {what} ({names}): {why}", src)
+    return files[0]

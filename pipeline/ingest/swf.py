@@ -67,7 +67,7 @@ from typing import ClassVar
 import polars as pl
 
 from pipeline.errors import TraceError, UsageError
-from pipeline.ingest.base import require_tables
+from pipeline.ingest.base import require_tables, single_file
 from pipeline.ingest.csvparts import BLOCK_BYTES, FLOAT, Column, RawTable
 from pipeline.ingest.rawfile import stored_blocks
 from pipeline.ingest.swf_nodes import node_machines, node_shape, spread_over_nodes
@@ -225,12 +225,8 @@ class Swf:
 
 def one_log(src: Path) -> Path:
     """The log file under ``src``; two or more are an error naming them."""
-    files = SWF_LOG.files(src)
-    if len(files) > 1:
-        names = ", ".join(f.name for f in files)
-        raise TraceError(f"{len(files)} SWF logs ({names}): each is its own machine and "
-                         "period; put one log per directory", src)
-    return files[0]
+    return single_file(src, SWF_LOG, "SWF logs",
+                       "each is its own machine and period; put one log per directory")
 
 
 def read_log(src: Path, path: Path, ledger: Ledger, sources: list[SourceFile],

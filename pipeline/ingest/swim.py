@@ -63,7 +63,7 @@ import polars as pl
 
 from pipeline.errors import TraceError, UsageError
 from pipeline.ingest import swim_tasks as st
-from pipeline.ingest.base import require_tables
+from pipeline.ingest.base import require_tables, single_file
 from pipeline.ingest.csvparts import BLOCK_BYTES, INT, STR, Column, RawTable
 from pipeline.ingest.fuxi_sql import DIRECT_LIMIT
 from pipeline.ingest.rawfile import stored_blocks
@@ -173,12 +173,8 @@ class Swim:
 
 def one_workload(src: Path) -> Path:
     """The workload file under ``src``; two or more are an error naming them."""
-    files = WORKLOAD.files(src)
-    if len(files) > 1:
-        names = ", ".join(f.name for f in files)
-        raise TraceError(f"{len(files)} SWIM workload files ({names}): each is its own day "
-                         "and cluster; put one workload per directory", src)
-    return files[0]
+    return single_file(src, WORKLOAD, "SWIM workload files",
+                       "each is its own day and cluster; put one workload per directory")
 
 
 def source_cluster(src: Path, path: Path, has_paths: bool) -> tuple[int, str]:

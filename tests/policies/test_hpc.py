@@ -79,6 +79,19 @@ def test_a_job_without_requested_time_backfills_only_into_extra_processors(
     assert (untold["2"], untold["3"], untold["4"]) == (100, 150, 3)
 
 
+def _sdsc_head(tmp_path: Path, jobs: int) -> Path:
+    """A directory holding SDSC-SP2's header and its first ``jobs`` job lines."""
+    log = LOGS / "SDSC-SP2-1998-4.2-cln.swf.gz"
+    if not log.exists():
+        pytest.skip(f"SWF logs not found under {LOGS.resolve()}")
+    src = tmp_path / "src"
+    src.mkdir()
+    lines = gzip.decompress(log.read_bytes()).decode().splitlines()
+    body = [line for line in lines if not line.startswith(";")][:jobs]
+    (src / "sdsc.swf").write_text("\n".join([h for h in lines if h.startswith(";")] + body))
+    return src
+
+
 def _fcfs_reference(jobs: pl.DataFrame, procs: float) -> dict[str, float]:
     """Strict FCFS on one pool, written apart from the policy and the core: an event loop
     over (time, kind) where completions come before arrivals at the same instant."""
@@ -107,14 +120,7 @@ def _fcfs_reference(jobs: pl.DataFrame, procs: float) -> dict[str, float]:
 
 
 def test_fcfs_matches_an_independent_implementation_on_sdsc_sp2(tmp_path: Path) -> None:
-    log = LOGS / "SDSC-SP2-1998-4.2-cln.swf.gz"
-    if not log.exists():
-        pytest.skip(f"SWF logs not found under {LOGS.resolve()}")
-    src = tmp_path / "src"
-    src.mkdir()
-    head = gzip.decompress(log.read_bytes()).decode().splitlines()
-    body = [line for line in head if not line.startswith(";")][:4000]
-    (src / "sdsc.swf").write_text("\n".join([h for h in head if h.startswith(";")] + body))
+    src = _sdsc_head(tmp_path, 4000)
     ingest("swf", src, tmp_path / "t")
     result = replay(tmp_path / "t", "fcfs", {}, 0, tmp_path / "run", drain=True)
     runs = pl.read_parquet(tmp_path / "run" / "task_runs.parquet")
@@ -164,14 +170,7 @@ def test_pool_and_nodes_models_give_the_same_job_starts(tmp_path: Path, policy: 
     """SDSC-SP2 has one processor per node (MaxNodes = MaxProcs = 128), so no job depends
     on node boundaries: read as 128 nodes, each job a gang of one-processor tasks, every job
     starts when it does on the 128-processor pool."""
-    log = LOGS / "SDSC-SP2-1998-4.2-cln.swf.gz"
-    if not log.exists():
-        pytest.skip(f"SWF logs not found under {LOGS.resolve()}")
-    src = tmp_path / "src"
-    src.mkdir()
-    lines = gzip.decompress(log.read_bytes()).decode().splitlines()
-    body = [line for line in lines if not line.startswith(";")][:1500]
-    (src / "sdsc.swf").write_text("\n".join([h for h in lines if h.startswith(";")] + body))
+    src = _sdsc_head(tmp_path, 1500)
     starts = {}
     for machine in ("pool", "nodes"):
         ingest("swf", src, tmp_path / machine, options={"machine": machine})

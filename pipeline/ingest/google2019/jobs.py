@@ -25,12 +25,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from pipeline.ingest.google2019.ndjson import reject_rows
+from pipeline.ingest.google2019.ndjson import usable_events
 from pipeline.ingest.google2019.tables import (
-    ALLOC_SET,
-    EVENT_TYPES,
-    TIME_AFTER_WINDOW,
-    inside_offset,
     run_script,
     seconds,
 )
@@ -43,15 +39,7 @@ DEPENDS_LIMIT = 200  # parent tasks listed per dependency edge (bounds depends_o
 def write_events(frame: pl.DataFrame, file: int, path: Path, ledger: Ledger,
                  counts: dict[str, int]) -> None:
     """Count one block's unusable rows; write the rest (projected) to ``path``."""
-    alloc = pl.col("collection_type") == ALLOC_SET
-    counts["alloc_set_rows"] += int(frame.select(alloc.fill_null(False).sum()).item())
-    frame = reject_rows(frame, TABLE, ledger, [
-        ("unknown_event_type", ~pl.col("type").is_in(list(EVENT_TYPES))),
-        ("alloc_set_not_replayed", alloc),
-        ("after_window", pl.col("time") == TIME_AFTER_WINDOW),
-    ])
-    ledger.repair(TABLE, "time_inside_offset_read_as_before_window",
-                  int(frame.select(inside_offset(pl.col("time")).sum()).item()))
+    frame = usable_events(frame, TABLE, ledger, counts, "alloc_set_rows")
     frame.select(
         cid="collection_id", raw_time="time", t=seconds(pl.col("time")),
         file=pl.lit(file, pl.Int64), line="_line", type="type", user="user",

@@ -31,6 +31,12 @@ from pipeline.ingest.csvparts import (
     RawTable,
     _number,
 )
+from pipeline.ingest.google2019.tables import (
+    ALLOC_SET,
+    EVENT_TYPES,
+    TIME_AFTER_WINDOW,
+    inside_offset,
+)
 from pipeline.ingest.rawfile import stored_blocks
 from pipeline.trace.manifest import Ledger, SourceFile
 
@@ -213,3 +219,21 @@ def reject_rows(frame: pl.DataFrame, table: str, ledger: Ledger,
     if use:
         ledger.use(table, kept.height)
     return kept
+
+
+def usable_events(frame: pl.DataFrame, table: str, ledger: Ledger, counts: dict[str, int],
+                  alloc_key: str) -> pl.DataFrame:
+    """A block of ``collection_events`` or ``instance_events`` without its unusable rows:
+    unknown event types, alloc sets (counted under ``counts[alloc_key]``: their tasks run
+    with their own requests) and events after the window; times inside the 600 s offset
+    are read as before the window and counted."""
+    alloc = pl.col("collection_type") == ALLOC_SET
+    counts[alloc_key] += int(frame.select(alloc.fill_null(False).sum()).item())
+    frame = reject_rows(frame, table, ledger, [
+        ("unknown_event_type", ~pl.col("type").is_in(list(EVENT_TYPES))),
+        ("alloc_set_not_replayed", alloc),
+        ("after_window", pl.col("time") == TIME_AFTER_WINDOW),
+    ])
+    ledger.repair(table, "time_inside_offset_read_as_before_window",
+                  int(frame.select(inside_offset(pl.col("time")).sum()).item()))
+    return frame

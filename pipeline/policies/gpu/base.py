@@ -15,7 +15,7 @@ from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from pipeline.policies.gpu.devices import GpuNodes, Pod
+from pipeline.policies.gpu.devices import GpuNodes, Pod, choose_devices, feasible
 
 MAX_SCORE = 100  # kube-scheduler framework.MaxNodeScore
 
@@ -37,7 +37,8 @@ class GpuScorer(Protocol):
 
 
 class ScorerBase:
-    """Common parts: the no-op ``placed`` and picking the best-scored node, ties by rank."""
+    """Common parts: the no-op ``placed``, picking the best-scored node (ties by rank), and
+    ``choose`` for a policy that scores nodes (``scores``) and binds the tightest devices."""
 
     name: ClassVar[str] = ""
 
@@ -46,6 +47,21 @@ class ScorerBase:
 
     def placed(self, node: int, pod: Pod) -> None:
         """Stateless policies ignore binds."""
+
+    def choose(self, nodes: GpuNodes, pod: Pod,
+               rng: np.random.Generator) -> tuple[int, tuple[int, ...]] | None:
+        """The feasible node with the highest ``scores`` (ties by the run's node order), on
+        the devices a non-FGD policy binds (:func:`choose_devices`)."""
+        ok = feasible(nodes, pod)
+        if not ok.any():
+            return None
+        node = self.pick(self.scores(nodes, pod, ok), ok, rng)
+        assert node is not None
+        return node, choose_devices(nodes, node, pod)
+
+    def scores(self, nodes: GpuNodes, pod: Pod, ok: np.ndarray) -> np.ndarray:
+        """Integer score per node (read on the feasible nodes ``ok`` only; some exist)."""
+        raise NotImplementedError(f"{type(self).__name__} scores no nodes")
 
     def tie_rank(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Each node's rank in the run's seeded node order (drawn on first use)."""

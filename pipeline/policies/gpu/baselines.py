@@ -34,19 +34,14 @@ class BestFit(ScorerBase):
 
     name: ClassVar[str] = "gpu-best-fit"
 
-    def choose(self, nodes: GpuNodes, pod: Pod, rng: np.random.Generator) -> Choice:
-        """Highest normalised best-fit score; ties by the run's node order."""
-        ok = feasible(nodes, pod)
-        if not ok.any():
-            return None
+    def scores(self, nodes: GpuNodes, pod: Pod, ok: np.ndarray) -> np.ndarray:
+        """Best-fit score, min-max normalised over the feasible nodes."""
         cpu_term = (nodes.cpu_free - pod.cpu) / MAX_SPEC_CPU * 0.5
         gpu_term = (nodes.gpu_idle_per_node - pod.gpu_total_milli) / float(MAX_SPEC_GPU) * 0.5
         raw = np.trunc((1.0 - (cpu_term + gpu_term)) * MAX_SCORE).astype(np.int64)
         scores = np.zeros(nodes.n, dtype=np.int64)
         scores[ok] = min_max_normalize(raw[ok])
-        node = self.pick(scores, ok, rng)
-        assert node is not None
-        return node, choose_devices(nodes, node, pod)
+        return scores
 
 
 class DotProduct(ScorerBase):
@@ -62,19 +57,13 @@ class DotProduct(ScorerBase):
 
     name: ClassVar[str] = "gpu-dot-product"
 
-    def choose(self, nodes: GpuNodes, pod: Pod, rng: np.random.Generator) -> Choice:
-        """Highest dot-product score; ties by the run's node order."""
-        ok = feasible(nodes, pod)
-        if not ok.any():
-            return None
+    def scores(self, nodes: GpuNodes, pod: Pod, ok: np.ndarray) -> np.ndarray:
+        """Dot-product score."""
         pod_cpu = pod.cpu / MAX_SPEC_CPU
         pod_gpu = pod.gpu_total_milli / float(MAX_SPEC_GPU)
         dot = (nodes.cpu_free / MAX_SPEC_CPU) * pod_cpu
         dot = dot + (nodes.gpu_idle_per_node / float(MAX_SPEC_GPU)) * pod_gpu
-        scores = np.trunc(MAX_SCORE * (1.0 - dot / 2.0)).astype(np.int64)
-        node = self.pick(scores, ok, rng)
-        assert node is not None
-        return node, choose_devices(nodes, node, pod)
+        return np.trunc(MAX_SCORE * (1.0 - dot / 2.0)).astype(np.int64)
 
 
 class GpuPacking(ScorerBase):
@@ -91,14 +80,9 @@ class GpuPacking(ScorerBase):
 
     name: ClassVar[str] = "gpu-packing"
 
-    def choose(self, nodes: GpuNodes, pod: Pod, rng: np.random.Generator) -> Choice:
-        """Highest packing score; ties by the run's node order."""
-        ok = feasible(nodes, pod)
-        if not ok.any():
-            return None
-        node = self.pick(packing_scores(nodes, pod), ok, rng)
-        assert node is not None
-        return node, choose_devices(nodes, node, pod)
+    def scores(self, nodes: GpuNodes, pod: Pod, ok: np.ndarray) -> np.ndarray:
+        """GPU-packing score."""
+        return packing_scores(nodes, pod)
 
 
 def packing_scores(nodes: GpuNodes, pod: Pod) -> np.ndarray:
@@ -150,28 +134,21 @@ class GpuClustering(ScorerBase):
         if kind >= 0:
             self.kinds_.setdefault(int(node), set()).add(kind)
 
-    def choose(self, nodes: GpuNodes, pod: Pod, rng: np.random.Generator) -> Choice:
-        """Highest clustering score; ties by the run's node order."""
-        ok = feasible(nodes, pod)
-        if not ok.any():
-            return None
+    def scores(self, nodes: GpuNodes, pod: Pod, ok: np.ndarray) -> np.ndarray:
+        """Clustering score."""
         kind = affinity_kind(pod)
         if kind < 0:
-            scores = np.zeros(nodes.n, dtype=np.int64)
-        else:
-            n_kinds = np.zeros(nodes.n, dtype=np.int64)
-            same = np.zeros(nodes.n, dtype=bool)
-            for node, kinds in self.kinds_.items():
-                n_kinds[node] = len(kinds)
-                same[node] = kind in kinds
-            base = trunc_div((MAX_SCORE // 4) * (MAX_SPEC_GPU - nodes.gpu_idle_per_node),
-                             MAX_SPEC_GPU)
-            bonus = np.select([same & (n_kinds == 1), same, n_kinds == 0],
-                              [MAX_SCORE * 3 // 4, MAX_SCORE * 2 // 4, MAX_SCORE // 4], 0)
-            scores = base + bonus
-        node = self.pick(scores, ok, rng)
-        assert node is not None
-        return node, choose_devices(nodes, node, pod)
+            return np.zeros(nodes.n, dtype=np.int64)
+        n_kinds = np.zeros(nodes.n, dtype=np.int64)
+        same = np.zeros(nodes.n, dtype=bool)
+        for node, kinds in self.kinds_.items():
+            n_kinds[node] = len(kinds)
+            same[node] = kind in kinds
+        base = trunc_div((MAX_SCORE // 4) * (MAX_SPEC_GPU - nodes.gpu_idle_per_node),
+                         MAX_SPEC_GPU)
+        bonus = np.select([same & (n_kinds == 1), same, n_kinds == 0],
+                          [MAX_SCORE * 3 // 4, MAX_SCORE * 2 // 4, MAX_SCORE // 4], 0)
+        return base + bonus
 
 
 class RandomFit(ScorerBase):
