@@ -30,8 +30,17 @@ EMPTY_REASONS = {
 BILLING = {1.0: "billed per second", 3600.0: "billed per started hour"}
 
 
-def trace_lines(info: dict[str, Any] | None, trace: str) -> list[str]:
-    """The trace: what it is, its window and size, and its units."""
+MEASURED = {
+    False: "Costs and utilization are measured over this window; work not finished by its "
+           "end is reported as backlog.",
+    True: "The runs went on past this window until every task ended (drain): costs and "
+          "utilization are measured over each whole run.",
+}
+
+
+def trace_lines(info: dict[str, Any] | None, trace: str, drained: bool = False) -> list[str]:
+    """The trace: what it is, its window and size, and its units (``drained``: its runs
+    went on until every task ended)."""
     if info is None or (info.get("source_format") is None
                         and info.get("window_end_s") is None):
         return [f"Trace {trace}: its runs recorded no description of it (format, window, "
@@ -43,8 +52,7 @@ def trace_lines(info: dict[str, Any] | None, trace: str) -> list[str]:
     size = ", ".join(f"{int(info[k]):,} {k if int(info[k]) != 1 else k[:-1]}"
                      for k in ("machines", "jobs", "tasks") if info.get(k) is not None)
     lines = [f"Trace {trace}: {info.get('source_format') or 'unknown'} format"
-             f"{', ' + size if size else ''}; {window}. Costs and utilization are measured "
-             "over this window; work not finished by its end is reported as backlog."]
+             f"{', ' + size if size else ''}; {window}. {MEASURED[drained]}"]
     units = info.get("units")
     if isinstance(units, str):
         units = json.loads(units)
@@ -55,8 +63,11 @@ def trace_lines(info: dict[str, Any] | None, trace: str) -> list[str]:
     return lines
 
 
-def cluster_lines(runs: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
+def cluster_lines(runs: pl.DataFrame, summary: pl.DataFrame, drained: bool = False
+                  ) -> list[str]:
     """One line per cluster model replayed (fixed, elastic with its options)."""
+    paying = ("each run pays for them until its last task ends" if drained
+              else "every policy pays for the same machines over the window")
     lines = []
     for text in sorted(set(runs["cluster"].to_list()), key=lambda c: '"elastic"' in c):
         spec = json.loads(text) if isinstance(text, str) else dict(text)
@@ -70,8 +81,8 @@ def cluster_lines(runs: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
             most = int(evictions.max() or 0) if evictions.len() else 0
             lines.append(
                 "Fixed cluster: the trace's own machines, added, removed and failing when the "
-                f"trace says (up to {most:,} task evictions per run here); every policy pays "
-                f"for the same machines over the window. {price}." + _speed_text(spec))
+                f"trace says (up to {most:,} task evictions per run here); {paying}. "
+                f"{price}." + _speed_text(spec))
     return lines
 
 

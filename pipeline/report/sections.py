@@ -65,7 +65,8 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
                 answer_note(data.baseline, tolerance, _drained(data.summary)),
                 lead=answer.sentence, raw=ordered),
         Section("assumptions", "What these numbers assume",
-                bullets=tuple(trace_lines(info, trace) + cluster_lines(data.runs, data.summary)
+                bullets=tuple(trace_lines(info, trace, _drained(data.summary))
+                              + cluster_lines(data.runs, data.summary, _drained(data.summary))
                               + [seed_line(data.summary)] + empty_metric_lines(data.summary)),
                 details=(_detail("Settings each run used (set, or read from configuration "
                                  "files; defaults left out)",

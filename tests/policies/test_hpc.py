@@ -159,6 +159,9 @@ def test_hpc_metrics_view_and_report_section(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     summary = (tmp_path / "r" / "summary.md").read_text()
     assert "HPC batch jobs: wait and slowdown by job size" in summary
+    # drained runs: nothing claims they were measured over the log's window
+    assert "until every task ended (drain)" in summary and "pays for them until" in summary
+    assert "measured over this window" not in summary
     sizes = CliRunner().invoke(app, ["sql", "--db", str(db), "--format", "csv",
                                      "select label, size_class, jobs from hpc_by_size "
                                      "order by label, size_order"])
