@@ -34,6 +34,7 @@ from numba import njit
 
 from pipeline.errors import UsageError
 from pipeline.policies.base import Param, PolicyBase
+from pipeline.policies.models import model_masks, pending_allow
 from pipeline.policies.nodeindex import (
     NodeIndex,
     _least_used,
@@ -101,9 +102,11 @@ def group_by_code(code, n_codes):
 
 @njit(cache=True)
 def drf_fill(req, user, usage, weight, inv_total, cap, w_alloc, w_ncont, w_up, key, val, pri,
-             left, right, parent, agg, member, root, skey, sfree, cnt, stack, out_req,
-             out_node):
-    """Progressive filling over users; return how many requests were placed."""
+             left, right, parent, agg, member, root, skey, sfree, cnt, stack, allow, bits,
+             out_req, out_node):
+    """Progressive filling over users; return how many requests were placed (each on a
+    node whose GPU model it allows: ``allow``/``bits``,
+    :func:`~pipeline.policies.models.model_masks`)."""
     n_users = usage.shape[0]
     indptr, order = group_by_code(user, n_users)
     m = req.shape[0]
@@ -148,9 +151,11 @@ def drf_fill(req, user, usage, weight, inv_total, cap, w_alloc, w_ncont, w_up, k
                 continue
             if dominated_by_failure(failed, n_failed, rc, rm, rg):
                 continue
-            nd = _least_used(skey, sfree, rc, rm, rg, stack)
+            mask = allow[i] if allow.shape[0] else 0
+            nd = _least_used(skey, sfree, rc, rm, rg, stack, mask, bits)
             if nd < 0:  # anything at least as large fits nowhere either this round
-                n_failed = remember_failure(failed, n_failed, rc, rm, rg)
+                if mask == 0:  # (unless it only missed its GPU models)
+                    n_failed = remember_failure(failed, n_failed, rc, rm, rg)
                 continue
             for k in range(3):
                 w_alloc[nd, k] += req[i, k]
@@ -234,5 +239,6 @@ class DominantResourceFairness(PolicyBase):
         ix = self.index_
         c = drf_fill(np.ascontiguousarray(view.pending.req), codes, usage, weight,
                      inverse_capacity(view.nodes.cap, view.nodes.state), view.nodes.cap,
-                     ix.alloc, ix.ncont, ix.up, *ix._arrays(), out_req, out_node)
+                     ix.alloc, ix.ncont, ix.up, *ix._arrays(),
+                     *model_masks(view.nodes, pending_allow(view)), out_req, out_node)
         return out_req[:c], out_node[:c]

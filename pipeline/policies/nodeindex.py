@@ -34,7 +34,8 @@ from numba import njit
 
 from pipeline.policies import treap
 from pipeline.policies.locality.candidates import busy_holder
-from pipeline.policies.treap import erase, insert, leftmost, rightmost
+from pipeline.policies.models import model_masks
+from pipeline.policies.treap import erase, insert, leftmost, may_use, rightmost
 from pipeline.sim.interface import NodeView
 
 SLACK = 0.5e-9
@@ -96,8 +97,9 @@ def remember_failure(failed, n_failed, rc, rm, rg):  # pragma: no cover - compil
 
 
 @njit(cache=True)
-def _least_used(skey, sfree, rc, rm, rg, stack):
-    """Lowest slot with the smallest key whose leaf fits, by branch and bound.
+def _least_used(skey, sfree, rc, rm, rg, stack, mask, bits):
+    """Lowest slot with the smallest key whose leaf fits (and whose GPU model the request's
+    mask ``mask`` allows, :func:`~pipeline.policies.treap.may_use`), by branch and bound.
 
     ``stack`` holds (tree index, first slot under it, slots under it) triples, so a subtree
     tying the best key is skipped only when all its slots come after the best one.
@@ -115,7 +117,8 @@ def _least_used(skey, sfree, rc, rm, rg, stack):
         if sfree[0, i] < rc or sfree[1, i] < rm or sfree[2, i] < rg:
             continue
         if i >= p:
-            best, best_i = k, i - p
+            if may_use(mask, bits, i - p):
+                best, best_i = k, i - p
             continue
         half = size // 2
         a, b = 2 * i, 2 * i + 1
@@ -145,7 +148,7 @@ def _update(nd, cap, alloc, ncont, up, thr, key, val, pri, left, right, parent, 
 
 
 @njit(cache=True, inline="always")
-def _pick_low(u, cnt, val, rc, rm, rg):
+def _pick_low(u, cnt, val, rc, rm, rg, mask, bits):
     """A random empty node that fits: the ``floor(u * count)``-th, else the next that fits."""
     total = cnt[1]
     if total == 0:
@@ -162,7 +165,8 @@ def _pick_low(u, cnt, val, rc, rm, rg):
     start = i - p
     for j in range(p):
         nd = (start + j) % p
-        if cnt[p + nd] == 1 and val[nd, 0] >= rc and val[nd, 1] >= rm and val[nd, 2] >= rg:
+        if (cnt[p + nd] == 1 and val[nd, 0] >= rc and val[nd, 1] >= rm and val[nd, 2] >= rg
+                and may_use(mask, bits, nd)):
             return nd
     return -1
 
@@ -246,13 +250,15 @@ _NO_INPUTS = np.zeros((0, 0), np.int64)
 @njit(cache=True)
 def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, key, val, pri,
                 left, right, parent, agg, member, root, skey, sfree, cnt, stack, inputs,
-                out_req, out_node):
+                allow, bits, out_req, out_node):
     """Place requests in order; return how many were placed (``out_*`` hold the pairs).
 
     ``packing`` False: least allocated first.  True: the medium node with the highest usage
     that stays at or below ``thr`` after placement (first among those holding the request's
     data, ``inputs`` rows; zero columns: no locality), else a random empty node (``u[i]``),
-    else the busy node with the lowest usage.
+    else the busy node with the lowest usage.  Each choice is among the nodes whose GPU
+    model the request allows (``allow`` masks, empty: every request allows any; ``bits``:
+    the nodes' model bits).
     """
     c = 0
     m = req.shape[0]
@@ -274,22 +280,27 @@ def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, k
             continue  # fits no node now
         if _dominates_failure(failed, n_failed, rc, rm, rg):
             continue
+        mask = allow[i] if allow.shape[0] else 0
         if packing:
             nd = busy_holder(inputs, i, cap, w_alloc, w_ncont, w_up, val, thr, rc, rm, rg) \
                 if inputs.shape[1] else -1
+            if nd >= 0 and not may_use(mask, bits, nd):
+                nd = -1
             # headroom >= rm needs usage <= thr - rm / cap: bound the key (float margin)
             bound = thr * (1 + SLACK) - rm / capmax_mem + 2 * TIE + 1e-9
             if nd < 0:
                 nd = rightmost(root[0], bound, rc, rm, rg, rm, left[0], right[0], agg[0], val,
-                               key, stack)
+                               key, stack, mask, bits)
             if nd < 0:
-                nd = _pick_low(u[i], cnt, val, rc, rm, rg)
+                nd = _pick_low(u[i], cnt, val, rc, rm, rg, mask, bits)
             if nd < 0:
                 nd = leftmost(root[0], rc, rm, rg, -np.inf, left[0], right[0], agg[0], val,
-                              stack)
+                              stack, mask, bits)
         else:
-            nd = _least_used(skey, sfree, rc, rm, rg, stack)
+            nd = _least_used(skey, sfree, rc, rm, rg, stack, mask, bits)
         if nd < 0:
+            if mask != 0:  # it fit no node of its models: says nothing of other requests
+                continue
             if rc <= low[i + 1, 0] and rm <= low[i + 1, 1] and rg <= low[i + 1, 2]:
                 break
             n_failed = _add_failure(failed, n_failed, rc, rm, rg)
@@ -414,9 +425,11 @@ class NodeIndex:
         return out[:c]
 
     def place(self, nodes: NodeView, req: np.ndarray, u: np.ndarray | None,
-              packing: bool, inputs: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+              packing: bool, inputs: np.ndarray | None = None,
+              allow: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Place ``req`` rows in order; return ``(request indices, node slots)`` (``inputs``:
-        nodes holding each request's data, -1 padded, honoured by packing)."""
+        nodes holding each request's data, -1 padded, honoured by packing; ``allow``: the
+        requests' GPU model masks, e.g. ``view.pending.gpu_allow``, None: any node)."""
         m = len(req)
         out_req = np.empty(m, dtype=np.int64)
         out_node = np.empty(m, dtype=np.int64)
@@ -425,5 +438,5 @@ class NodeIndex:
         c = place_batch(np.ascontiguousarray(req), uu, packing, self.threshold, nodes.cap,
                         capmax, self.alloc, self.ncont, self.up, *self._arrays(),
                         _NO_INPUTS if inputs is None else np.ascontiguousarray(inputs, np.int64),
-                        out_req, out_node)
+                        *model_masks(nodes, allow), out_req, out_node)
         return out_req[:c], out_node[:c]

@@ -29,6 +29,7 @@ from typing import ClassVar
 import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
+from pipeline.policies.models import pending_allow
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 
@@ -72,5 +73,6 @@ class ContainerPacking(PolicyBase):
         u = self.rng_.random(len(req)) if active else None
         inputs = (view.pending.inputs if active and self.locality_delay_node_ms >= 0
                   else None)
-        placed, node = self.index_.place(view.nodes, req, u, packing=active, inputs=inputs)
+        placed, node = self.index_.place(view.nodes, req, u, packing=active, inputs=inputs,
+                                         allow=pending_allow(view))
         return Decisions(place_req=placed, place_node=node)

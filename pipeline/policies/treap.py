@@ -134,9 +134,17 @@ def _fits(row, rc, rm, rg, rh):
     return row[0] >= rc and row[1] >= rm and row[2] >= rg and row[3] >= rh
 
 
+@njit(cache=True, inline="always")
+def may_use(mask, bits, nd):
+    """Whether a request allowing the GPU models ``mask`` (0: any) may use node ``nd``
+    (model bits ``bits``; :mod:`pipeline.sim.models`)."""
+    return mask == 0 or (bits[nd] & mask) != 0
+
+
 @njit(cache=True)
-def leftmost(t, rc, rm, rg, rh, left, right, agg, val, stack):
-    """The first node in key order that fits, or -1 (in-order walk, pruned by ``agg``)."""
+def leftmost(t, rc, rm, rg, rh, left, right, agg, val, stack, mask, bits):
+    """The first node in key order that fits (and whose model ``mask`` allows), or -1
+    (in-order walk, pruned by ``agg``)."""
     sp = 0
     while True:
         while t >= 0 and _fits(agg[t], rc, rm, rg, rh):
@@ -147,14 +155,15 @@ def leftmost(t, rc, rm, rg, rh, left, right, agg, val, stack):
             return -1
         sp -= 1
         t = stack[sp]
-        if _fits(val[t], rc, rm, rg, rh):
+        if _fits(val[t], rc, rm, rg, rh) and may_use(mask, bits, t):
             return t
         t = right[t]
 
 
 @njit(cache=True)
-def rightmost(t, bound, rc, rm, rg, rh, left, right, agg, val, key, stack):
-    """The last node with key <= ``bound`` that fits, or -1 (reverse in-order walk)."""
+def rightmost(t, bound, rc, rm, rg, rh, left, right, agg, val, key, stack, mask, bits):
+    """The last node with key <= ``bound`` that fits (and whose model ``mask`` allows), or -1
+    (reverse in-order walk)."""
     sp = 0
     while True:
         while t >= 0 and _fits(agg[t], rc, rm, rg, rh):
@@ -168,7 +177,7 @@ def rightmost(t, bound, rc, rm, rg, rh, left, right, agg, val, key, stack):
             return -1
         sp -= 1
         t = stack[sp]
-        if _fits(val[t], rc, rm, rg, rh):
+        if _fits(val[t], rc, rm, rg, rh) and may_use(mask, bits, t):
             return t
         t = left[t]
 

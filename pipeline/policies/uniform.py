@@ -16,6 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
+from pipeline.policies.models import pending_allow
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 
@@ -35,5 +36,6 @@ class YarnUniform(PolicyBase):
 
     def decide(self, view: SchedView) -> Decisions:
         self.index_.refresh(view.nodes)
-        req, node = self.index_.place(view.nodes, view.pending.req, None, packing=False)
+        req, node = self.index_.place(view.nodes, view.pending.req, None, packing=False,
+                                     allow=pending_allow(view))
         return Decisions(place_req=req, place_node=node)

@@ -18,6 +18,7 @@ from pipeline.errors import TraceError
 from pipeline.replay.locality import InputLayout
 from pipeline.replay.usage import UsageStream
 from pipeline.sim.cluster import up_periods
+from pipeline.sim.models import allow_masks, model_bits
 from pipeline.sim.source import TaskBatch
 from pipeline.sim.tasks import KINDS
 from pipeline.trace.identity import content_digest
@@ -30,7 +31,7 @@ BATCH_ROWS = 1 << 18
 SIM_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu", "cpu_used",
                "mem_used", "inputs", "input_mb", "depends_on", "priority", "end_event",
                "recorded_machine_id", "recorded_start_s", "task_kind", "requested_s",
-               "gang_id")
+               "gang_id", "gpu_spec")
 IDENTITY_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu",
                     "cpu_used", "mem_used", "end_event")
 
@@ -176,6 +177,15 @@ class TraceInput:
         return Window(0.0, end, "no window in the manifest: from time 0 to the latest "
                                 "submit_s + duration_s of the tasks")
 
+    def gpu_models(self) -> tuple[tuple[str, ...], np.ndarray]:
+        """The machines' GPU model names (sorted) and each machine's model bit (0: none
+        named; :mod:`pipeline.sim.models`)."""
+        m = self.machines
+        try:
+            return model_bits(m["gpu_model"] if "gpu_model" in m.column_names else None)
+        except ValueError as exc:
+            raise TraceError(str(exc), self.dir, field="gpu_model") from exc
+
     def gpu_spec_tasks(self) -> int:
         """How many tasks name the GPU models they may use (``gpu_spec``)."""
         count = 0
@@ -247,12 +257,17 @@ class TraceInput:
         return self._stream(IDENTITY_COLUMNS)
 
     def batches(self, node_of: dict[str, int] | None, parents: set[str],
-                layout: InputLayout | None = None) -> Iterator[TaskBatch]:
+                layout: InputLayout | None = None,
+                models: tuple[str, ...] | None = None) -> Iterator[TaskBatch]:
         """The task stream as the core's numpy batches (``layout``: where inputs live), each
-        with its tasks' measured usage over time where the trace has ``task_usage``."""
+        with its tasks' measured usage over time where the trace has ``task_usage``
+        (``models``: the machines' GPU model names, to code ``gpu_spec`` against; None: the
+        replay does not enforce models)."""
         usage = UsageStream(self.dir)
         for offset, table in self._stream(SIM_COLUMNS):
             batch = self._convert(table, offset, node_of, parents)
+            if models is not None:
+                batch.allow = allow_masks(table["gpu_spec"], models)
             if layout is not None:
                 batch.inputs, batch.has_inputs, batch.input_mb = layout.batch(offset, table)
             batch.usage = usage.take(table["task_id"].combine_chunks())

@@ -184,7 +184,7 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
                                  speculation=spec_rule(resolved) is not None)
         counts = asdict(summary)
         settings = _settings(sim.policy, params or {}, opened, resolved)
-        unenforced = _unenforced(trace)
+        unenforced = _unenforced(trace, spec)
         run = {
             "run_id": run_id, "trace": trace_name or trace.dir.name,
             "trace_digest": digest, "trace_validated": trace.validated,
@@ -229,15 +229,19 @@ def _inflation(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | N
     return RunResult(run_id, out_dir, run, metrics)
 
 
-def _unenforced(trace: TraceInput) -> dict[str, int]:
-    """What the trace asks that the event replay does not enforce yet, said once (stderr)
-    and kept in run.json, so a result is never silently wrong about it."""
+def _unenforced(trace: TraceInput, spec: ClusterSpec) -> dict[str, int]:
+    """What the trace asks that this replay cannot enforce, said once (stderr) and kept in
+    run.json, so a result is never silently wrong about it: GPU models, where the nodes
+    name none (an elastic cluster's template, or machines without ``gpu_model``)."""
+    if _gpu_models(spec, trace)[0] is not None:
+        return {}
     named = trace.gpu_spec_tasks()
     if not named:
         return {}
-    warnings.warn(f"{named} tasks name the GPU models they may use (gpu_spec): the event "
-                  "replay does not enforce GPU models yet (the GPU placement experiment "
-                  "does), so they may run on any GPU model", stacklevel=3)
+    where = ("an elastic cluster's nodes name no GPU model" if spec.kind != "fixed"
+             else "no machine names its GPU model (gpu_model)")
+    warnings.warn(f"{named} tasks name the GPU models they may use (gpu_spec), but {where}: "
+                  "they may run on any GPU", stacklevel=3)
     return {"gpu_spec_tasks": named}
 
 
@@ -281,13 +285,14 @@ def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: Clus
             writer.check()
         store.write(chunk)
 
+    models, model_of = _gpu_models(spec, trace)
     sim = Simulation(
-        cluster, policy_obj, trace.batches(node_of, set(refs), layout), sink,
+        cluster, policy_obj, trace.batches(node_of, set(refs), layout, models), sink,
         users=trace.users, queues=trace.queues, dep_refs=refs, options=options, rng=rng,
         units=trace.units, on_progress=on_progress,
         speed_changes=SpeedChanges(*changes) if changes is not None else None,
         gang_sizes=trace.gang_sizes(),
-        gpu_devices=_gpu_devices(spec, trace, cluster),
+        gpu_devices=_gpu_devices(spec, trace, cluster), gpu_models=model_of,
     )
 
     def job_queues() -> tuple[np.ndarray, tuple[str, ...]]:
@@ -324,6 +329,17 @@ def _gpu_devices(spec: ClusterSpec, trace: TraceInput,
     else:
         counts = np.full(len(cluster.machine_ids), float(cluster.template[2]))
     return np.floor(counts).astype(np.int64) if np.any(counts > 0) else None
+
+
+def _gpu_models(spec: ClusterSpec, trace: TraceInput
+                ) -> tuple[tuple[str, ...] | None, np.ndarray | None]:
+    """The machines' GPU model names and each node slot's model bit, when the replay
+    enforces ``gpu_spec``: on a fixed cluster whose machines name their models (an elastic
+    cluster's template names none)."""
+    if spec.kind != "fixed":
+        return None, None
+    names, bits = trace.gpu_models()
+    return (names, bits) if names else (None, None)
 
 
 def _cluster_total(spec: ClusterSpec, trace: TraceInput,

@@ -32,6 +32,7 @@ from pipeline.sim.gangs import Gangs
 from pipeline.sim.gpus import GpuDevices
 from pipeline.sim.heartbeat import Heartbeats
 from pipeline.sim.interface import ClusterInfo, NodeView, Policy, readonly
+from pipeline.sim.models import GpuModels
 from pipeline.sim.nodemanager import NMOptions, NodeManagers
 from pipeline.sim.ops import Operations
 from pipeline.sim.pending import PendingQueue
@@ -111,6 +112,9 @@ class SimSummary:
     gang_held: int = 0
     # placements held back because their GPU request fit no device (pipeline.sim.gpus)
     gpu_held: int = 0
+    # placements held back: the node's GPU model is not one the task allows
+    # (pipeline.sim.models)
+    gpu_model_held: int = 0
 
 
 class Simulation(Operations, Speculating, Contended):
@@ -125,8 +129,12 @@ class Simulation(Operations, Speculating, Contended):
                  on_progress: Callable[[float], None] | None = None,
                  speed_changes: SpeedChanges | None = None,
                  gang_sizes: np.ndarray | None = None,
-                 gpu_devices: np.ndarray | None = None) -> None:
+                 gpu_devices: np.ndarray | None = None,
+                 gpu_models: np.ndarray | None = None) -> None:
         self.cluster = cluster
+        # GPU model bits per node slot (pipeline.sim.models), None without model constraints
+        self.models = (GpuModels(gpu_models, cluster.nodes.cap) if gpu_models is not None
+                       else None)
         # GPU devices per node slot (pipeline.sim.gpus), None when no node has a GPU
         self.gpus = (GpuDevices(gpu_devices) if gpu_devices is not None
                      and np.any(np.asarray(gpu_devices) > 0) else None)
@@ -156,6 +164,7 @@ class Simulation(Operations, Speculating, Contended):
             opp_oldest_s=readonly(nodes.oppq_since), done=readonly(nodes.done),
             done_run_s=readonly(nodes.done_s),
             gpu_free=readonly(self.gpus.free) if self.gpus is not None else None,
+            gpu_model=readonly(self.models.bits) if self.models is not None else None,
         )
         if self.gpus is not None:  # the GPU a request cannot use, as policies see it
             self._view_alloc = nodes.alloc.copy()
@@ -249,7 +258,8 @@ class Simulation(Operations, Speculating, Contended):
         return SimSummary(end, self.n_tasks, self.events, self.points, self.calls,
                           self.placements, time.perf_counter() - started,
                           self.gangs.held if self.gangs is not None else 0,
-                          self.gpus.held if self.gpus is not None else 0)
+                          self.gpus.held if self.gpus is not None else 0,
+                          self.models.held if self.models is not None else 0)
 
     def _done(self) -> bool:
         """Every task accounted for and, up to a horizon, no node event left before it."""
@@ -378,6 +388,8 @@ class Simulation(Operations, Speculating, Contended):
         self.n_tasks += hi - lo
         self.events += hi - lo
         fits = self.cluster.fits_some(b.req[lo:hi])
+        if self.models is not None and b.allow is not None:
+            fits &= self.models.fits(b.req[lo:hi], b.allow[lo:hi])
         bad = np.flatnonzero(~fits)
         if len(bad):
             self.records.write_rows(self.tasks.counters, b.row[lo:hi][bad],
@@ -405,10 +417,15 @@ class Simulation(Operations, Speculating, Contended):
         t.state[slots] = PENDING
         if self.open_flag and b.censored is not None:
             t.flags[slots[b.censored[local]]] |= CENSORED
-        if b.requested is not None:
-            t.requested[slots] = b.requested[local]
-        if b.gang is not None and self.gangs is not None:
-            self.gangs.arrive(t, slots, b.gang[local])
+        # (the completion kernel resets only what every run uses: these are set always)
+        t.requested[slots] = b.requested[local] if b.requested is not None else np.nan
+        t.allow[slots] = (b.allow[local] if b.allow is not None and self.models is not None
+                          else 0)
+        if self.gangs is not None:
+            self.gangs.arrive(t, slots, b.gang[local] if b.gang is not None
+                              else np.full(len(local), -1, dtype=np.int64))
+        else:
+            t.gang[slots] = -1
         if b.recorded_start is not None:
             t.recorded_start[slots] = b.recorded_start[local]
             t.recorded_node[slots] = b.recorded_node[local]

@@ -16,9 +16,11 @@ some device can take; ``view.nodes.gpu_free`` has the devices themselves.  Devic
 given back when their task stops running for any reason (finished, preempted, killed,
 evicted), found at the next scheduling point.
 
-Not bound to devices (a documented limit): speculative copies and opportunistic containers,
-which the core starts on their own paths; GPU model constraints (``gpu_spec``) are not
-checked in the event replay (the GPU placement experiment checks them).
+Speculative copies are bound like any placement (a copy of a GPU task holds its own
+devices; one that fits none is held back).  Opportunistic containers never ask for GPUs:
+over-subscription works on measured CPU and memory, and the core refuses an opportunistic
+decision for a task that asks for a GPU.  GPU models (``gpu_spec``) are checked apart
+(:mod:`pipeline.sim.models`).
 """
 
 from __future__ import annotations

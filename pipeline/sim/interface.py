@@ -136,6 +136,9 @@ class NodeView:
     # (pipeline.sim.gpus: the core binds devices and holds back what fits none; with
     # devices, alloc[:, 2] is the GPU no request can use: capacity minus the room)
     gpu_free: np.ndarray | None = None
+    # each node's GPU model bit (0: none named), None when the replay has no model
+    # constraints (pipeline.sim.models: a task may run where ``allow & bit`` or allow is 0)
+    gpu_model: np.ndarray | None = None
 
     @property
     def up(self) -> np.ndarray:
@@ -147,7 +150,8 @@ class _TaskColumns:
     """Columns of a set of task slots, each gathered from the task table on first access."""
 
     _COLUMNS: ClassVar[tuple[str, ...]] = ("req", "used", "user", "queue", "job", "priority",
-                                           "attempts", "row", "kind", "requested", "gang")
+                                           "attempts", "row", "kind", "requested", "gang",
+                                           "allow")
     _slots: np.ndarray
     _t: object
 
@@ -224,6 +228,13 @@ class _TaskColumns:
         """Each task's gang code (-1: none): tasks of one gang start together or not at all
         (:mod:`pipeline.sim.gangs`; the core holds back a gang not placed whole)."""
         return self._take("gang")
+
+    @cached_property
+    def gpu_allow(self) -> np.ndarray:
+        """Each task's GPU models as a mask of node model bits (0: any node;
+        :mod:`pipeline.sim.models`): it may run on node ``n`` iff the mask is 0 or shares a
+        bit with ``view.nodes.gpu_model[n]``."""
+        return self._take("allow")
 
     @cached_property
     def requested_s(self) -> np.ndarray:

@@ -114,6 +114,9 @@ class Operations:
         spec_run, spec_node = self._pairs(d.spec_run, d.spec_node, "spec")
         opp_slots = self._opp_slots(at, opp_req, opp_node) if len(opp_req) else None
         bound: list[tuple[int, int, int, int]] = []
+        if self.models is not None and len(req):  # only nodes of a model the task allows
+            req, node = self.models.check(req, node, self._pending_allow(),
+                                          self.cluster.nodes.dirty)
         if self.gpus is not None and len(req):  # devices first: a gang needs all its own
             req, node, bound = self.gpus.bind(req, node, self.queue.slots, self.tasks,
                                               self.cluster.nodes.dirty)
@@ -139,6 +142,10 @@ class Operations:
             shed = self.nm.shed(self, at, int(d.opp_queue_limit))
             self._back_to_rm(at, shed)
 
+    def _pending_allow(self: Simulation) -> np.ndarray:
+        """The pending tasks' GPU model masks (queue order)."""
+        return np.take(self.tasks.allow, self.queue.slots)
+
     def _pairs(self: Simulation, idx: np.ndarray, node: np.ndarray,
                what: str) -> tuple[np.ndarray, np.ndarray]:
         idx = np.ascontiguousarray(idx, dtype=np.int64)
@@ -163,7 +170,14 @@ class Operations:
             raise PolicyError(f"policy '{self.policy_name}' opportunistic placement {i} "
                               f"rejected at t={at:g}s: request {int(req[i])} on node "
                               f"{int(node[i])}: index out of range, repeated or node not up")
-        return pend[req].copy()
+        slots = pend[req].copy()
+        gpu = np.flatnonzero(self.tasks.req[slots, 2] > 0)
+        if len(gpu):  # (a GPU share is bound to a device for the whole run: never opp.)
+            i = int(gpu[0])
+            raise PolicyError(f"policy '{self.policy_name}' opportunistic placement {i} "
+                              f"rejected at t={at:g}s: request {int(req[i])} asks for a GPU "
+                              "(GPUs are not over-subscribed)")
+        return slots
 
     def _dispatch(self: Simulation, at: float, slots: np.ndarray, node: np.ndarray) -> None:
         """Send opportunistic containers (taken off the RM's queue) to their nodes'

@@ -32,6 +32,7 @@ class TaskBatch:
     recorded_start: np.ndarray | None = None  # when the trace started it (NaN: unknown)
     requested: np.ndarray | None = None  # run time the user asked for (NaN: not stated)
     gang: np.ndarray | None = None  # int64 gang codes (-1: none; pipeline.sim.gangs)
+    allow: np.ndarray | None = None  # int64 GPU model masks (0: any; pipeline.sim.models)
     # node slots holding each task's input, (n, INPUT_WIDTH) int32, -1 padded; has_inputs:
     # whether the task has input data somewhere (on an elastic cluster it is on no node)
     inputs: np.ndarray | None = None

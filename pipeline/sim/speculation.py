@@ -144,6 +144,10 @@ class Speculating:
                               f"row {int(t.row[s])}) {why}")
         copies = self._copy_slots(orig)
         t = self.tasks  # (the table may have grown)
+        keep, bound = self._copies_kept(copies, node)
+        if not keep.all():  # held back: the node's GPU model or devices cannot take it
+            t.release(copies[~keep])
+            orig, copies, node = orig[keep], copies[keep], node[keep]
         h = self.heap
         h.reserve(int(t.counters[kernels.HEAP_N]), len(copies))
         bad_i, _code = kernels.apply_placements(
@@ -157,7 +161,31 @@ class Speculating:
             raise PolicyError(f"policy '{name}' copy {bad_i} rejected at t={at:g}s: task "
                               f"(trace row {int(t.row[s])}) on node {int(node[bad_i])}: "
                               "it does not fit the node's free capacity")
+        if bound:
+            self.gpus.commit(bound, t)
         self._link(at, orig, copies, node)
+
+    def _copies_kept(self: Simulation, copies: np.ndarray, node: np.ndarray
+                     ) -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:
+        """Which copies may start on their nodes, as for any placement: the node's GPU
+        model is one the task allows (:mod:`pipeline.sim.models`) and its devices can take
+        the GPU request (:mod:`pipeline.sim.gpus`, whose bindings are returned); the others
+        are held back and counted."""
+        keep = np.ones(len(copies), dtype=np.bool_)
+        dirty = self.cluster.nodes.dirty
+        if self.models is not None:
+            at = np.arange(len(copies))
+            kept, _ = self.models.check(at, node, self.tasks.allow[copies], dirty)
+            keep[:] = False
+            keep[kept] = True
+        bound: list[tuple[int, int, int, int]] = []
+        if self.gpus is not None and keep.any():
+            idx = np.flatnonzero(keep)
+            kept, _, bound = self.gpus.bind(np.arange(len(idx)), node[idx], copies[idx],
+                                            self.tasks, dirty)
+            keep[:] = False
+            keep[idx[kept]] = True
+        return keep, bound
 
     def _copy_slots(self: Simulation, orig: np.ndarray) -> np.ndarray:
         """New slots holding copies of tasks ``orig`` (pending, ready to be placed)."""
@@ -165,9 +193,10 @@ class Speculating:
         copies = t.alloc(len(orig))
         t = self.tasks
         for name in ("row", "submit", "ready", "duration", "req", "used", "user", "queue",
-                     "job", "priority", "kind", "inp", "input_mb"):
+                     "job", "priority", "kind", "inp", "input_mb", "requested", "allow"):
             arr = getattr(t, name)
             arr[copies] = arr[orig]
+        t.gang[copies] = -1  # a copy starts alone
         t.flags[copies] = (t.flags[orig] & np.int8(HAS_INPUTS | CENSORED)) | np.int8(SPEC)
         t.used[copies] = np.where(np.isnan(t.used[orig]), t.req[orig, :2], t.used[orig])
         t.state[copies] = PENDING

@@ -55,6 +55,8 @@ _TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float | np.ndarray]] = {
     "requested": (np.float64, (), np.nan),
     # the task's gang (tasks that start in one scheduling round or not at all; -1: none)
     "gang": (np.int64, (), -1),
+    # the GPU models the task may use, as node model bits (0: any; pipeline.sim.models)
+    "allow": (np.int64, (), 0),
     # ``used``: the measured usage in force (a task's mean, NaN where unmeasured, or the
     # piece of its usage profile it is in; pipeline.sim.usage)
     # node slots holding the task's input (-1 padded), MiB it reads, MiB read (rack, core)

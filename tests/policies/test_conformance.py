@@ -432,3 +432,47 @@ def test_gang_members_start_together_or_not_at_all(name: str, case: dict,
     for (gang,), members in tr.group_by(pl.col("task_id").str.split("-").list.first()):
         starts = set(members["first_start_s"].to_list())
         assert len(starts) == 1, (name, gang, sorted(map(str, starts)))
+
+
+@st.composite
+def model_trace(draw: st.DrawFn) -> dict:
+    """Small traces on GPU machines of two models, with tasks that name the models they may
+    use (one, both, none, or only a model no machine has), beside CPU-only tasks."""
+    case = draw(small_trace())
+    for m in case["machines"]:
+        m["gpu"] = float(draw(st.sampled_from([1, 2, 4])))
+        m["gpu_model"] = draw(st.sampled_from(["A", "B"]))
+    for t in case["tasks"]:
+        t["gpu"] = 0.0
+        if t["task_id"] != "missing-parent" and draw(st.booleans()):
+            t["gpu"] = draw(st.sampled_from([0.5, 1.0, 2.0]))
+            t["gpu_spec"] = draw(st.sampled_from([["A"], ["B"], ["A", "B"], ["C"], None]))
+    return {**case, "cluster": "fixed"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=model_trace())
+def test_gpu_models_are_respected(name: str, case: dict,
+                                  tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every task that ran did so on a machine of a model its ``gpu_spec`` names, a task
+    naming only absent models is unschedulable, no policy needed the core to hold a
+    placement back, and the usual invariants and determinism hold."""
+    root = tmp_path_factory.mktemp("models")
+    trace = _write(case, root / "trace")
+    run = _run(case, trace, root / "a", name)
+    check_run(case, root / "a", run["summary"]["end_s"])
+    assert run["summary"]["gpu_model_held"] == 0, name
+    model = {m["machine_id"]: m["gpu_model"] for m in case["machines"]}
+    spec = {t["task_id"]: t.get("gpu_spec") for t in case["tasks"]}
+    for r in pl.read_parquet(root / "a" / "task_runs.parquet").iter_rows(named=True):
+        allowed = spec.get(r["task_id"])
+        if not allowed:
+            continue
+        if allowed == ["C"]:
+            assert r["outcome"] == "unschedulable", (name, r["task_id"])
+        if r["machine_id"] is not None:
+            assert model[r["machine_id"]] in allowed, (name, r["task_id"])
+    _run(case, trace, root / "b", name)
+    assert_same_tables(root / "a", root / "b")

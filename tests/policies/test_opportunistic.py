@@ -210,3 +210,30 @@ def test_bad_usage_rows_are_one_line_errors(tmp_path: Path, rows: list[dict],
     with pytest.raises(TraceError, match=message):
         replay(trace, "yarn-uniform", {}, 0, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_task_asking_for_a_gpu_is_always_guaranteed(tmp_path: Path) -> None:
+    """GPUs are not over-subscribed: of two free-tier tasks, the one asking for a GPU runs
+    as a guaranteed container bound to a device, the other as opportunistic; a policy that
+    sends a GPU task as opportunistic anyway is refused by the core."""
+    machines = [{"machine_id": "m0", "cpu": BIG_CPU, "mem": 2048.0, "gpu": 1.0}]
+    rows = [{"task_id": "cpu", "job_id": "j0", "submit_s": 0.0, "duration_s": 10.0,
+             "cpu": 1.0, "mem": 100.0, "gpu": 0.0, "priority": 0},
+            {"task_id": "gpu", "job_id": "j0", "submit_s": 0.0, "duration_s": 10.0,
+             "cpu": 1.0, "mem": 100.0, "gpu": 0.5, "priority": 0}]
+    trace = write_trace(tmp_path / "trace", machines, rows, window_end_s=1000.0)
+    replay(trace, "yarn-uniform", _opp(), 0, tmp_path / "run")
+    r = _runs(tmp_path / "run")
+    assert r["cpu"]["opportunistic"] and not r["gpu"]["opportunistic"]
+    assert r["gpu"]["outcome"] == r["cpu"]["outcome"] == "finished"
+
+    from pipeline.policies.opportunistic.types import ContainerTypes
+    from pipeline.sim.interface import PolicyError
+
+    original = ContainerTypes.mask
+    ContainerTypes.mask = lambda self, pending: np.ones(len(pending), np.bool_)  # type: ignore
+    try:
+        with pytest.raises(PolicyError, match="asks for a GPU"):
+            replay(trace, "yarn-uniform", _opp(), 0, tmp_path / "bad")
+    finally:
+        ContainerTypes.mask = original  # type: ignore[method-assign]

@@ -312,3 +312,34 @@ def test_a_run_records_only_the_parameters_its_rule_reads() -> None:
     # another rule's key (a sweep grid over several rules) is left out of this one's
     assert "spec_gap" not in resolve_params(cls, {"spec": "mrv2", "spec_gap": 0.3})
     assert resolve_params(cls, {"spec": "none"}) == {"spec": "none"}
+
+
+@pytest.mark.parametrize("rule", ["hadoop", "late", "mrv2"])
+def test_copies_of_gpu_tasks_keep_their_models_and_devices(tmp_path: Path, rule: str) -> None:
+    """Nine 1-GPU maps on six 2-GPU machines, the first slow: copies go only to V100
+    machines (m5 is a T4 with idle GPUs), and at no time do a machine's originals and
+    copies hold more GPUs than it has."""
+    machines = [{"machine_id": f"m{i}", "cpu": 8.0, "mem": 8.0, "gpu": 2.0, "rack": "r0",
+                 "gpu_model": "T4" if i == 5 else "V100",
+                 "speed": 0.25 if i == 0 else 1.0} for i in range(6)]
+    tasks = [{"task_id": f"t{i}", "job_id": "j0", "submit_s": 0.0, "duration_s": 200.0,
+              "cpu": 1.0, "mem": 1.0, "gpu": 1.0, "gpu_spec": ["V100"], "task_kind": "map"}
+             for i in range(9)]
+    trace = write_trace(tmp_path / "trace", machines, tasks, window_end_s=5000.0)
+    result = replay(trace, "yarn-uniform", {"spec": rule, "spec_lag_s": 30}, 0,
+                    tmp_path / "run", drain=True)
+    runs = pl.read_parquet(tmp_path / "run" / "task_runs.parquet")
+    v100 = {f"m{i}" for i in range(5)}
+    assert runs["outcome"].to_list() == ["finished"] * 9
+    assert set(runs["machine_id"]) <= v100
+    copied = runs.filter(pl.col("spec_copies") > 0)
+    assert len(copied) > 0 and set(copied["spec_machine_id"]) <= v100
+    spans = [(r["machine_id"], r["start_s"], r["end_s"]) for r in runs.iter_rows(named=True)]
+    spans += [(r["spec_machine_id"], r["spec_start_s"], r["end_s"] if r["spec_won"] else None)
+              for r in copied.iter_rows(named=True)]
+    for m in v100:  # GPUs held at each start never exceed the 2 devices
+        mine = [(s, e) for mm, s, e in spans if mm == m]
+        for s, _ in mine:
+            held = sum(1 for s2, e2 in mine if s2 <= s and (e2 is None or e2 > s))
+            assert held <= 2, (rule, m, s)
+    assert result.run["summary"]["gpu_model_held"] == 0

@@ -218,7 +218,7 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
     """
     (nd, now, kind, p0, p1, n_nodes, full_reset, node_free, fit_req, done, ready, nxt_all,
      app_job, has_in, ident, node_ptr, node_lst, rack_ptr, rack_lst, n_rack, app_of, c_out,
-     n_loc, n_noin, miss, level, since, visits, app_ready) = loc
+     n_loc, n_noin, miss, level, since, visits, app_ready, allow, bits) = loc
     best = np.full(len(app_lo) if nd >= 0 else 0, -1, np.int64)
     touched = np.empty(len(best), np.int64)
     n_touched = 0
@@ -226,7 +226,7 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
     if nd >= 0:
         free = node_free[nd]
         n_touched = refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of, ident,
-                                  fit_req, node_free, best, touched, 0)
+                                  fit_req, node_free, best, touched, 0, allow, bits)
         rack = n_rack[nd]
     n_q = len(q_parent)
     q_alive = np.zeros(n_q, dtype=np.bool_)
@@ -263,7 +263,8 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
             i, typ = pick(kind, p0, p1, n_nodes, chosen, app_job[chosen], nd, now,
                           best[chosen], req_idx, nxt[chosen], app_hi[chosen], done, ready,
                           has_in, fit_req, node_free, n_noin, c_out, n_loc, rack_ptr,
-                          rack_lst, rack, app_of, miss, level, since, visits, app_ready)
+                          rack_lst, rack, app_of, miss, level, since, visits, app_ready,
+                          allow, bits)
             if i >= 0 and _fits_path(q, req[i], q_used, q_max, q_parent, cluster, calc):
                 break
             blocked[chosen] = True  # the next application in the leaf's order
@@ -298,7 +299,8 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
             while nxt[a] < app_hi[a] and done[req_idx[nxt[a]]]:
                 nxt[a] += 1
             n_touched = refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of,
-                                      ident, fit_req, node_free, best, touched, n_touched)
+                                      ident, fit_req, node_free, best, touched, n_touched,
+                                      allow, bits)
         pair_used[p] += r
         leaf_active_used[leaf] += r
         app_used_mem[a] += r[1]

@@ -31,6 +31,7 @@ from pipeline.policies.locality.gate import (
     offered,
     worth_offering,
 )
+from pipeline.policies.models import model_masks, pending_allow
 
 if TYPE_CHECKING:
     from pipeline.policies.capacity.policy import CapacityScheduler
@@ -60,7 +61,8 @@ def place_on_offers(p: CapacityScheduler, view: SchedView, args: tuple, fit: np.
     jobs = np.asarray(view.pending.job, dtype=np.int64)
     app_job = jobs[req_idx[app_lo]]
     p.locality_.grow(int(app_job.max()) + 1)
-    cands = Candidates(view.pending.inputs, nodes.rack, app_of, n_apps, view.pending.ready_s)
+    cands = Candidates(view.pending.inputs, nodes.rack, app_of, n_apps, view.pending.ready_s,
+                       model_masks(nodes, pending_allow(view)))
     run = offer_run(view.offers, nodes, cands, p.rule_, p.locality_, fit, req_idx,
                     app_lo.copy(), app_job)
     n = cs_offers(args, len(req_idx), *run)

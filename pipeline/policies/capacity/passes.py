@@ -43,6 +43,7 @@ from pipeline.policies.capacity.preemption import PartitionRound
 from pipeline.policies.capacity.prepare import alive_jobs, scan_pending, scan_running_parts
 from pipeline.policies.capacity.state import am_limits, dense_sum, up_resources
 from pipeline.policies.locality.gate import no_offer
+from pipeline.policies.models import pending_allow
 from pipeline.sim.interface import Decisions, SchedView
 
 if TYPE_CHECKING:
@@ -126,7 +127,8 @@ class _Call:
         order = out[:n]
         pend = self.view.pending
         fit = np.maximum(np.take(self.req, order, axis=0), np.take(pend.req, order, axis=0))
-        placed, node = p.parts_.index[x].place(self.view.nodes, fit, None, packing=False)
+        placed, node = p.parts_.index[x].place(self.view.nodes, fit, None, packing=False,
+                                               allow=pending_allow(self.view, order))
         self._apply(x, order[placed], node, fit[placed])
 
     def _apply(self, x: int, chosen: np.ndarray, node: np.ndarray, held: np.ndarray) -> None:

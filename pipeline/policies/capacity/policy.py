@@ -63,6 +63,7 @@ from pipeline.policies.capacity.state import (
     up_resources,
 )
 from pipeline.policies.locality.gate import CS, LocalityRule, LocalityState, no_offer
+from pipeline.policies.models import pending_allow
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.policies.queues import QueuePlacement, groups_provider
 from pipeline.policies.queues.report import queue_rows
@@ -309,7 +310,7 @@ class CapacityScheduler(PolicyBase):
         elif self.reserved_.node_of:
             fit_all = np.maximum(req, pend.req)
             held = self.reserved_.begin(self.index_, nodes, np.asarray(pend.row), fit_all,
-                                        adm.sel)
+                                        adm.sel, pending_allow(view))
             free = account(held, req, np.take(self.job_pair_, jobs), pair_used, free,
                            fit_all)
         rounds = None
@@ -345,8 +346,10 @@ class CapacityScheduler(PolicyBase):
             out = np.empty(len(req), dtype=np.int64)
             order = out[:allocate(*args, no_offer(), out)]
             fit = np.maximum(np.take(req, order, axis=0), np.take(pend.req, order, axis=0))
+            allow = pending_allow(view)
             chosen, node = self.reserved_.place(self.index_, nodes, order, fit,
-                                                pend.take("row", order))
+                                                pend.take("row", order),
+                                                None if allow is None else allow[order])
             chosen = np.concatenate([held.done, chosen])
             node = np.concatenate([held.done_node, node])
         self._mark_started(jobs[chosen], np.take(req, chosen, axis=0),

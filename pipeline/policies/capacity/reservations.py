@@ -53,6 +53,7 @@ import numpy as np
 
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.sim.interface import NodeView
+from pipeline.sim.models import may_run
 
 EMPTY = np.zeros(0, dtype=np.int64)
 
@@ -100,12 +101,13 @@ class Reservations:
         return ok
 
     def begin(self, index: NodeIndex, nodes: NodeView, rows: np.ndarray, fit: np.ndarray,
-              eligible: np.ndarray) -> Held:
+              eligible: np.ndarray, allow: np.ndarray | None = None) -> Held:
         """Drop stale reservations and start those that fit their node now.
 
         ``rows``: each pending request's task row; ``fit``: (n, 3) per pending request the
         room it needs on a node; ``eligible``: positions of the requests of applications
-        running or allowed to start.  The index takes the started ones' room.
+        running or allowed to start; ``allow``: per pending request its GPU model mask
+        (None: any node).  The index takes the started ones' room.
         """
         if not self.node_of:
             return NONE
@@ -125,7 +127,8 @@ class Reservations:
         done = index.place_on(nodes, fit, node, order)
         wait = np.setdiff1d(order, done)
         if len(wait):  # reservations-continue-look-all-nodes: any other node that fits
-            got, where = self._place_unreserved(index, nodes, fit[wait])
+            got, where = self._place_unreserved(index, nodes, fit[wait],
+                                                None if allow is None else allow[wait])
             node[wait[got]] = where
             done = np.concatenate([done, wait[got]])
             wait = np.delete(wait, got)
@@ -134,33 +137,49 @@ class Reservations:
         return Held(done, node[done], wait, node[wait])
 
     def place(self, index: NodeIndex, nodes: NodeView, order: np.ndarray, fit: np.ndarray,
-              rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Place ``order`` (positions, in assignment order; ``fit``/``rows``: their room
-        needed and task rows) on the nodes without a reservation; each one that fits
-        nowhere reserves a node.  Returns the placed positions and their nodes."""
-        placed, node = self._place_unreserved(index, nodes, fit)
+              rows: np.ndarray, allow: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+        """Place ``order`` (positions, in assignment order; ``fit``/``rows``/``allow``: their
+        room needed, task rows and GPU model masks) on the nodes without a reservation;
+        each one that fits nowhere reserves a node.  Returns the placed positions and their
+        nodes."""
+        placed, node = self._place_unreserved(index, nodes, fit, allow)
         if len(placed) < len(order):
             mask = np.ones(len(order), dtype=bool)
             mask[placed] = False
-            self._reserve(index, nodes, rows[mask], fit[mask])
+            self._reserve(index, nodes, rows[mask], fit[mask],
+                          None if allow is None else allow[mask])
         return order[placed], node
 
     def _place_unreserved(self, index: NodeIndex, nodes: NodeView, fit: np.ndarray,
-                          ) -> tuple[np.ndarray, np.ndarray]:
+                          allow: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``index.place`` of the rows of ``fit`` (in order) on nodes without a reservation."""
         hidden = np.fromiter(self.node_of.values(), dtype=np.int64, count=len(self.node_of))
         index.hide(nodes, hidden)
         try:
-            return index.place(nodes, np.ascontiguousarray(fit), None, False)
+            return index.place(nodes, np.ascontiguousarray(fit), None, False, allow=allow)
         finally:
             index.show(nodes, hidden)
 
     def _reserve(self, index: NodeIndex, nodes: NodeView, rows: np.ndarray,
-                 fit: np.ndarray) -> None:
-        """Reserve a node for each request (task ``rows``, room ``fit``), in order, while
-        nodes are left."""
+                 fit: np.ndarray, allow: np.ndarray | None = None) -> None:
+        """Reserve a node for each request (task ``rows``, room ``fit``, GPU model masks
+        ``allow``), in order, while nodes are left."""
+        if allow is not None and np.any(allow) and nodes.gpu_model is not None:
+            first = np.sort(np.unique(allow, return_index=True)[1])
+            for mask in allow[first].tolist():  # each kind on nodes of its models
+                own = allow == mask
+                self._reserve_on(index, nodes, rows[own], fit[own],
+                                 may_run(np.int64(mask), nodes.gpu_model))
+            return
+        self._reserve_on(index, nodes, rows, fit, None)
+
+    def _reserve_on(self, index: NodeIndex, nodes: NodeView, rows: np.ndarray,
+                    fit: np.ndarray, usable: np.ndarray | None) -> None:
+        """:meth:`_reserve` on the nodes ``usable`` (None: all)."""
         room = nodes.cap[:, :2] - index.alloc[:, :2]
-        cand = np.flatnonzero(self._open(index, nodes, room))
+        open_ = self._open(index, nodes, room)
+        cand = np.flatnonzero(open_ if usable is None else open_ & usable)
         if not len(cand):
             return
         share = room[cand] / np.where(nodes.cap[cand, :2] > 0, nodes.cap[cand, :2], 1.0)

@@ -195,6 +195,9 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
               root, skey, sfree, cnt, stack, indptr, order, loc, out_req, out_node):
     """Place pending requests down the tree; return how many were placed.
 
+    Each request goes only to a node whose GPU model it allows (``loc``'s last two items,
+    :func:`~pipeline.policies.models.model_masks`).
+
     ``indptr``/``order``: each tree node's requests (``group_by_code(leaf_of, nq)``).
     ``loc`` (:func:`pipeline.policies.locality.gate.no_offer` or
     :meth:`pipeline.policies.locality.gate.Candidates.loc`; applications are tree nodes):
@@ -212,7 +215,7 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
     """
     (nd, now, rule, p0, p1, n_nodes, full_reset, node_free, fit_req, done, ready, nxt_all,
      app_job, has_in, ident, node_ptr, node_lst, rack_ptr, rack_lst, n_rack, app_of, c_out,
-     n_loc, n_noin, miss, level, since, visits, app_ready) = loc
+     n_loc, n_noin, miss, level, since, visits, app_ready, allow, bits) = loc
     nq = parent.shape[0]
     lbest = np.full(nq if nd >= 0 else 0, -1, np.int64)
     touched = np.empty(len(lbest), np.int64)
@@ -221,7 +224,7 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
     if nd >= 0:
         cursor = nxt_all
         n_touched = refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of, ident,
-                                  fit_req, node_free, lbest, touched, 0)
+                                  fit_req, node_free, lbest, touched, 0, allow, bits)
         rack = n_rack[nd]
     else:
         cursor = indptr[:-1].copy()
@@ -286,7 +289,7 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
             i, typ = pick(rule, p0, p1, n_nodes, q, app_job[q], nd, now, lbest[q], order, j,
                           indptr[q + 1], done, ready, has_in, fit_req, node_free, n_noin, c_out,
                           n_loc, rack_ptr, rack_lst, rack, app_of, miss, level, since, visits,
-                          app_ready)
+                          app_ready, allow, bits)
             if i >= 0 and (not _fits_max(q, parent, usage, max_share, req[i, 0], req[i, 1],
                                          req[i, 2]) or
                            (needs_am and _over_am(lf, req[i], am_used, am_limit))):
@@ -305,7 +308,8 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
                        w_alloc, w_ncont, w_up, key, val, pri, left, right, parent_t, agg,
                        member, root, skey, sfree, cnt, out_req, out_node)
             n_touched = refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of,
-                                      ident, fit_req, node_free, lbest, touched, n_touched)
+                                      ident, fit_req, node_free, lbest, touched, n_touched,
+                                      allow, bits)
         while nd < 0 and j < indptr[q + 1] and not placed:
             i = order[j]
             j += 1
@@ -319,9 +323,11 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
                 continue
             if dominated_by_failure(failed, n_failed, rc, rm, rg):
                 continue
-            dst = _least_used(skey, sfree, rc, rm, rg, stack)
+            mask = allow[i] if allow.shape[0] else 0
+            dst = _least_used(skey, sfree, rc, rm, rg, stack, mask, bits)
             if dst < 0:  # anything at least as large fits nowhere either this round
-                n_failed = remember_failure(failed, n_failed, rc, rm, rg)
+                if mask == 0:  # (unless it only missed its GPU models)
+                    n_failed = remember_failure(failed, n_failed, rc, rm, rg)
                 continue
             c = _place(i, dst, q, c, req, parent, usage, needs_am, started, am_used, lf, cap,
                        w_alloc, w_ncont, w_up, key, val, pri, left, right, parent_t, agg,

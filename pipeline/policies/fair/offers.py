@@ -62,10 +62,12 @@ def wants_offers(rule: LocalityRule, view: SchedView, rows: np.ndarray | None) -
 
 def fill_on_offers(view: SchedView, rule: LocalityRule, state: LocalityState,
                    sel: np.ndarray | None, args: tuple, app_job: np.ndarray,
-                   n_queues: int) -> tuple[np.ndarray, np.ndarray]:
+                   n_queues: int, models: tuple[np.ndarray, np.ndarray]
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """Requests (indices into the kernel's ``req``) placed and their nodes, heartbeat by
     heartbeat (``args``: :func:`~pipeline.policies.fair.kernel.fair_fill`'s inputs up to
-    ``loc``; ``app_job``: job code per application, tree node ``n_queues + a``)."""
+    ``loc``; ``app_job``: job code per application, tree node ``n_queues + a``;
+    ``models``: the requests' GPU model masks and the nodes' model bits)."""
     assert view.offers is not None
     pend, nodes = view.pending, view.nodes
     req, node_of_req = args[0], args[1]
@@ -78,7 +80,8 @@ def fill_on_offers(view: SchedView, rule: LocalityRule, state: LocalityState,
         state.grow(int(np.max(app_job)) + 1)
     rows = sel if sel is not None else np.arange(len(pend))
     cands = Candidates(np.asarray(pend.inputs)[rows], nodes.rack,
-                       np.asarray(node_of_req, np.int64), nq, np.asarray(pend.ready_s)[rows])
+                       np.asarray(node_of_req, np.int64), nq, np.asarray(pend.ready_s)[rows],
+                       models)
     fit = np.maximum(req, np.asarray(pend.req)[rows])
     run = offer_run(view.offers, nodes, cands, rule, state, fit, np.arange(len(fit)),
                     cursor_start(node_of_req, nq), job_of_node)

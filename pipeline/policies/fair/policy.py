@@ -47,6 +47,7 @@ from pipeline.policies.fair.reclaim import preempt_step
 from pipeline.policies.fair.settings import fair_file_settings
 from pipeline.policies.fair.shares import tree_shares
 from pipeline.policies.locality.gate import LocalityState, no_offer
+from pipeline.policies.models import model_masks, pending_allow
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.policies.queues.report import queue_rows
 from pipeline.policies.settings import Setting
@@ -238,13 +239,14 @@ class FairScheduler(PolicyBase):
                 tree_.demand, inverse_capacity(view.nodes.cap, view.nodes.state), tree_.rank,
                 tree.n_queues, started, am_used, am_limit, check_am, view.nodes.cap,
                 ix.alloc, ix.ncont, ix.up, *ix._arrays(), indptr, order)
+        models = model_masks(view.nodes, pending_allow(view, sel))
         if wants_offers(self.rule_, view, sel):
             placed, nodes = fill_on_offers(view, self.rule_, self.locality_, sel, args,
-                                           tree_.app_job, tree.n_queues)
+                                           tree_.app_job, tree.n_queues, models)
             # waiting work: the next heartbeats count (at least every second)
             out.wake_at_s = view.now + min(self.beat_, 1.0) if len(placed) < m else None
         else:
-            c = fair_fill(*args, no_offer(), out_req, out_node)
+            c = fair_fill(*args, no_offer(*models), out_req, out_node)
             placed, nodes = out_req[:c], out_node[:c]
         if lim.active and len(placed):
             lim.note_started(req_job[placed], req[placed])

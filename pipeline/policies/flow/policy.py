@@ -53,6 +53,7 @@ from pipeline.policies.flow.costs import (
 )
 from pipeline.policies.flow.slots import SlotSample, fit_in_order, machine_capacity, slot_sizes
 from pipeline.policies.flow.state import RoundStats
+from pipeline.policies.models import NO_BITS, NO_MASK, pending_allow
 from pipeline.sim.interface import ClusterInfo, Decisions, PendingView, SchedView
 
 WAKE_MARGIN_S = 1e-6  # wake just after a waiting cost overtakes a placement cost
@@ -272,7 +273,8 @@ class Quincy(PolicyBase):
             np.ascontiguousarray(via[placed]), np.ascontiguousarray(pend.job[placed]), free,
             np.ascontiguousarray(view.nodes.cap, np.float64), left.astype(np.int64), ptr,
             order, np.ascontiguousarray(req[pend.elig[subs]]),
-            np.ascontiguousarray(pend.job[subs]), net.n_jobs, SUBSTITUTE_TRIES)
+            np.ascontiguousarray(pend.job[subs]), net.n_jobs, SUBSTITUTE_TRIES,
+            *self._models(view, pend.elig[placed], pend.elig[subs]))
         ok, sub_ok = final >= 0, sub_final >= 0
         self.stats_.deferred += int(np.sum(~ok))
         self.stats_.rerouted += int(np.sum(ok & (final != dest[placed]))) + int(sub_ok.sum())
@@ -284,6 +286,17 @@ class Quincy(PolicyBase):
         wake = self._wake(view.now, pend, dest[:n_p] < 0, left, net.agg_of)
         return Decisions(place_req=pend.elig[go].astype(np.int64), place_node=at,
                          preempt=preempt.astype(np.int64), wake_at_s=wake)
+
+    @staticmethod
+    def _models(view: SchedView, placed: np.ndarray, subs: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """GPU model masks of the placements and substitutes (pending positions), and the
+        machines' model bits, as :func:`fit_in_order` takes them."""
+        allow = pending_allow(view)
+        if allow is None or not np.any(allow):
+            return NO_MASK, NO_MASK, NO_BITS
+        return (np.ascontiguousarray(allow[placed]), np.ascontiguousarray(allow[subs]),
+                np.ascontiguousarray(view.nodes.gpu_model))
 
     def _record_preemptions(self, view: SchedView, idx: np.ndarray, to: np.ndarray) -> None:
         """Count the flow's preemptions and migrations; add their run time to prior_run_s."""

@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.policies.treap import may_use
+
 SAMPLE_TASKS = 100  # tasks whose mean request sets the default slot
 FIT_SLACK = 1e-9  # the core's relative slack for float drift (pipeline.sim.cluster.FIT_EPS)
 
@@ -86,11 +88,12 @@ def _fits(r, free, cap, nd):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _first_machine(r, lo, hi, agg_nodes, left, free, cap):  # pragma: no cover - compiled
-    """First machine of ``agg_nodes[lo:hi]`` with a slot left and room for ``r`` (-1)."""
+def _first_machine(r, mask, bits, lo, hi, agg_nodes, left, free, cap):  # pragma: no cover
+    """First machine of ``agg_nodes[lo:hi]`` with a slot left, room for ``r`` and a GPU
+    model the mask ``mask`` allows (-1)."""
     for q in range(lo, hi):
         nd = agg_nodes[q]
-        if left[nd] > 0 and _fits(r, free, cap, nd):
+        if left[nd] > 0 and _fits(r, free, cap, nd) and may_use(mask, bits, nd):
             return nd
     return -1
 
@@ -103,7 +106,7 @@ def _use(r, nd, free):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def fit_in_order(req, node, via, job, free, cap, left, agg_ptr, agg_nodes, sub_req,
-                 sub_job, n_jobs, max_tries):  # pragma: no cover - compiled
+                 sub_job, n_jobs, max_tries, allow, sub_allow, bits):  # pragma: no cover
     """Final machine of each placement (-1: kept back) and of each substitute.
 
     1. Each placement ``req[i]`` on the flow's ``node[i]``, in order, if it fits what is
@@ -118,11 +121,15 @@ def fit_in_order(req, node, via, job, free, cap, left, agg_ptr, agg_nodes, sub_r
        worst machine than waiting), tried in order, at most ``max_tries`` per kept-back
        placement, on any machine with a slot left and room.
     The tolerance is half the core's (relative to capacity ``cap``), so a kept placement is
-    never refused.
+    never refused.  A machine counts only where its GPU model is one the task allows
+    (``allow``/``sub_allow``: the placements' and substitutes' masks, empty: any; ``bits``:
+    the machines' model bits): the network has no model arcs, so this is where the
+    constraint is met.
     """
     out = np.full(len(node), -1, np.int64)
     for i in range(len(node)):
-        if _fits(req[i], free, cap, node[i]):
+        mask = allow[i] if allow.shape[0] else 0
+        if _fits(req[i], free, cap, node[i]) and may_use(mask, bits, node[i]):
             out[i] = node[i]
             _use(req[i], node[i], free)
         else:
@@ -134,7 +141,8 @@ def fit_in_order(req, node, via, job, free, cap, left, agg_ptr, agg_nodes, sub_r
         if via[i] != -1:
             lo, hi = (0, len(agg_nodes)) if via[i] == -2 else (agg_ptr[via[i]],
                                                                agg_ptr[via[i] + 1])
-            nd = _first_machine(req[i], lo, hi, agg_nodes, left, free, cap)
+            nd = _first_machine(req[i], allow[i] if allow.shape[0] else 0, bits, lo, hi,
+                                agg_nodes, left, free, cap)
             if nd >= 0:
                 out[i] = nd
                 left[nd] -= 1
@@ -148,7 +156,8 @@ def fit_in_order(req, node, via, job, free, cap, left, agg_ptr, agg_nodes, sub_r
         if short[j] == 0 or tries[j] == 0:
             continue
         tries[j] -= 1
-        nd = _first_machine(sub_req[s], 0, len(agg_nodes), agg_nodes, left, free, cap)
+        nd = _first_machine(sub_req[s], sub_allow[s] if sub_allow.shape[0] else 0, bits, 0,
+                            len(agg_nodes), agg_nodes, left, free, cap)
         if nd >= 0:
             sub_out[s] = nd
             short[j] -= 1

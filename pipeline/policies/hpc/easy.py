@@ -35,6 +35,7 @@ import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.hpc.pool import Pool, jobs_in_queue
+from pipeline.policies.models import pending_allow
 from pipeline.sim.interface import Decisions, SchedView
 
 
@@ -52,7 +53,7 @@ class EasyBackfill(PolicyBase):
     def decide(self, view: SchedView) -> Decisions:
         pending, now = view.pending, view.now
         req = pending.req
-        pool = Pool(view.nodes)
+        pool = Pool(view.nodes, pending_allow(view))
         placed: list[int] = []
         nodes: list[int] = []
         jobs = jobs_in_queue(pending.gang)

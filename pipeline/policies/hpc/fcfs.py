@@ -18,6 +18,7 @@ import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.hpc.pool import Pool, jobs_in_queue
+from pipeline.policies.models import pending_allow
 from pipeline.sim.interface import Decisions, SchedView
 
 
@@ -32,7 +33,7 @@ class Fcfs(PolicyBase):
 
     def decide(self, view: SchedView) -> Decisions:
         req = view.pending.req
-        pool = Pool(view.nodes)
+        pool = Pool(view.nodes, pending_allow(view))
         placed: list[int] = []
         nodes: list[int] = []
         for job in jobs_in_queue(view.pending.gang):

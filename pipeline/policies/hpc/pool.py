@@ -14,6 +14,7 @@ from itertools import pairwise
 import numpy as np
 
 from pipeline.sim.interface import NodeView
+from pipeline.sim.models import may_run
 
 SLACK = 1e-9  # the core's relative slack on capacity checks
 
@@ -21,12 +22,17 @@ SLACK = 1e-9  # the core's relative slack on capacity checks
 class Pool:
     """Free capacity of the up nodes during one pass, updated as jobs are placed."""
 
-    def __init__(self, nodes: NodeView) -> None:
+    def __init__(self, nodes: NodeView, allow: np.ndarray | None = None) -> None:
         self.free = np.where(nodes.up[:, None], nodes.cap - nodes.alloc, -np.inf)
+        # the pending requests' GPU model masks and the nodes' model bits (None: any node)
+        self.allow, self.bits = allow, nodes.gpu_model
 
-    def node_for(self, req: np.ndarray) -> int:
-        """The first node (lowest slot) where ``req`` fits now, -1 if none."""
+    def node_for(self, req: np.ndarray, row: int = -1) -> int:
+        """The first node (lowest slot) where ``req`` (pending request ``row``) fits now and
+        whose GPU model it allows, -1 if none."""
         fits = np.all(self.free >= req - SLACK * np.maximum(np.abs(req), 1.0), axis=1)
+        if self.allow is not None and self.bits is not None and row >= 0 and self.allow[row]:
+            fits &= may_run(self.allow[row], self.bits)
         hit = np.flatnonzero(fits)
         return int(hit[0]) if len(hit) else -1
 
@@ -39,7 +45,7 @@ class Pool:
         when some task does not fit."""
         nodes: list[int] = []
         for row in rows:
-            node = self.node_for(req[row])
+            node = self.node_for(req[row], int(row))
             if node < 0:
                 for taken, back in zip(nodes, rows, strict=False):
                     self.free[taken] += req[back]

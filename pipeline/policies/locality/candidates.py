@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.policies.treap import may_use
+
 NODE, RACK, ANY = 0, 1, 2
 
 
@@ -14,6 +16,13 @@ NODE, RACK, ANY = 0, 1, 2
 def fits(r, free, nd):
     return r[0] <= free[nd, 0] + 1e-9 and r[1] <= free[nd, 1] + 1e-9 and \
         r[2] <= free[nd, 2] + 1e-9
+
+
+@njit(cache=True, inline="always")
+def usable(i, req, free, nd, allow, bits):
+    """Whether request ``i`` fits node ``nd`` and may use its GPU model (``allow``: the
+    requests' model masks, empty: any node; ``bits``: the nodes' model bits)."""
+    return fits(req[i], free, nd) and (allow.shape[0] == 0 or may_use(allow[i], bits, nd))
 
 
 @njit(cache=True)
@@ -32,7 +41,7 @@ def locality_of(rows, inputs, nd, rack, n_rack):
 
 
 @njit(cache=True)
-def first_usable(cur, k, hi, by_job, done, ready, req, free, nd, tau):
+def first_usable(cur, k, hi, by_job, done, ready, req, free, nd, tau, allow, bits):
     """First task in ``by_job[cur[k]:hi]`` not done, ready at ``tau`` and fitting ``nd``
     (-1 if none); ``cur[k]`` first moves past the done ones."""
     q = cur[k]
@@ -41,19 +50,19 @@ def first_usable(cur, k, hi, by_job, done, ready, req, free, nd, tau):
     cur[k] = q
     for q in range(cur[k], hi):
         i = by_job[q]
-        if not done[i] and ready[i] <= tau and fits(req[i], free, nd):
+        if not done[i] and ready[i] <= tau and usable(i, req, free, nd, allow, bits):
             return i
     return -1
 
 
 @njit(cache=True)
 def best_in(lst_lo, lst_hi, lst, done, ready, req, free, nd, tau, job, slot, best, touched,
-             n_touched):
+             n_touched, allow, bits):
     """For every job, its first task (queue order) in ``lst[lst_lo:lst_hi]`` usable on
     ``nd`` now, into ``best`` (by job index); returns the new count of ``touched``."""
     for q in range(lst_lo, lst_hi):
         i = lst[q]
-        if done[i] or ready[i] > tau or not fits(req[i], free, nd):
+        if done[i] or ready[i] > tau or not usable(i, req, free, nd, allow, bits):
             continue
         k = slot[job[i]]
         if best[k] < 0:

@@ -36,6 +36,7 @@ import numpy as np
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.locality.gate import grown
 from pipeline.policies.locality.kernel import delay_schedule
+from pipeline.policies.models import model_masks, pending_allow
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 
 AUTO_DELAY_CAP_S = 15.0  # MAX_AUTOCOMPUTED_LOCALITY_DELAY, Hadoop 1 FairScheduler
@@ -108,5 +109,6 @@ class DelayScheduling(PolicyBase):
             self.skip_, self.level_, self.wait_, self.skipped_, self.last_hb_,
             0 if self.delay == "skip" else 1, int(self.skip_count), self.w1_, self.w2_,
             np.ascontiguousarray(shapes, dtype=np.float64),
-            np.asarray(shape_of, dtype=np.int64).ravel(), out_req, out_node)
+            np.asarray(shape_of, dtype=np.int64).ravel(),
+            *model_masks(nodes, pending_allow(view)), out_req, out_node)
         return Decisions(place_req=out_req[:n], place_node=out_node[:n], wake_at_s=wake)

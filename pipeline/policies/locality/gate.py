@@ -46,9 +46,10 @@ from pipeline.policies.locality.candidates import (
     RACK,
     best_in,
     csr,
-    fits,
     task_racks,
+    usable,
 )
+from pipeline.policies.models import NO_BITS, NO_MASK
 
 if TYPE_CHECKING:
     from pipeline.sim.interface import NodeView
@@ -74,13 +75,15 @@ class LocalityRule:
         return self.kind in (FS_COUNT, FS_TIME) and self.p0 >= 0 and self.p1 >= 0
 
 
-def no_offer() -> tuple:
-    """The ``loc`` argument of the compiled loops for choosing against the cluster's room."""
+def no_offer(allow: np.ndarray = NO_MASK, bits: np.ndarray = NO_BITS) -> tuple:
+    """The ``loc`` argument of the compiled loops for choosing against the cluster's room
+    (``allow``/``bits``: the requests' GPU model masks and the nodes' model bits,
+    :func:`~pipeline.policies.models.model_masks`)."""
     i64, b = np.zeros(0, np.int64), np.zeros(0, np.bool_)
     f2 = np.zeros((0, 3))
     return (-1, 0.0, 0, -1.0, -1.0, 0, True, f2, f2, b, np.zeros(0), i64, i64, b, i64, i64,
             i64, i64, i64, i64, i64, i64, i64, i64, i64, np.zeros(0, np.int8), np.zeros(0),
-            np.zeros(1, np.int64), np.zeros(0))
+            np.zeros(1, np.int64), np.zeros(0), allow, bits)
 
 
 def offer_run(offers: tuple[np.ndarray, np.ndarray], nodes: NodeView, cands: Candidates,
@@ -129,7 +132,10 @@ class Candidates:
     the distinct hosts and racks they name (L)."""
 
     def __init__(self, inputs: np.ndarray, n_rack: np.ndarray, app_of: np.ndarray,
-                 n_apps: int, ready: np.ndarray) -> None:
+                 n_apps: int, ready: np.ndarray,
+                 models: tuple[np.ndarray, np.ndarray] = (NO_MASK, NO_BITS)) -> None:
+        # the requests' GPU model masks and the nodes' model bits (empty masks: any node)
+        self.allow, self.bits = models
         inputs = np.ascontiguousarray(inputs, dtype=np.int64)
         n_rack = np.ascontiguousarray(n_rack, dtype=np.int64)
         self.has_in = inputs[:, 0] >= 0 if len(inputs) else np.zeros(0, np.bool_)
@@ -161,7 +167,7 @@ class Candidates:
                 free, fit_req, self.done, self.ready, nxt, app_job, self.has_in, self.ident,
                 self.node_ptr, self.node_lst, self.rack_ptr, self.rack_lst, self.n_rack,
                 self.app_of, self.c_out, self.n_loc, self.n_noin, state.miss, state.level,
-                state.since, self.visits, self.app_ready)
+                state.since, self.visits, self.app_ready, self.allow, self.bits)
 
 
 @njit(cache=True)
@@ -285,14 +291,14 @@ def assigned(kind, j, typ, now, p0, full_reset, miss, level, since):
 
 @njit(cache=True)
 def refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of, ident, req, free, best,
-                  touched, n_touched):
+                  touched, n_touched, allow, bits):
     """Per application, its first request with data on ``nd`` that is not done, is ready
     and fits, into ``best`` (entries of the previous ``touched`` cleared first); returns
     how many applications are touched now (``ident``: the identity of applications)."""
     for t in range(n_touched):
         best[touched[t]] = -1
     return best_in(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, req, free, nd, now,
-                   app_of, ident, best, touched, 0)
+                   app_of, ident, best, touched, 0, allow, bits)
 
 
 @njit(cache=True)
@@ -309,23 +315,24 @@ def taken(kind, i, typ, a, j, now, p0, full_reset, done, has_in, c_out, n_noin, 
 
 
 @njit(cache=True)
-def first_fit(lst, lo, hi, done, ready, now, has_in, want_in, req, free, nd):
+def first_fit(lst, lo, hi, done, ready, now, has_in, want_in, req, free, nd, allow, bits):
     """First request of ``lst[lo:hi]`` not done, ready, with (or without) data, fitting
     ``nd``."""
     for q in range(lo, hi):
         i = lst[q]
         if not done[i] and ready[i] <= now and has_in[i] == want_in and \
-                fits(req[i], free, nd):
+                usable(i, req, free, nd, allow, bits):
             return i
     return -1
 
 
 @njit(cache=True)
-def rack_local(lst, lo, hi, done, ready, now, app_of, a, req, free, nd):
+def rack_local(lst, lo, hi, done, ready, now, app_of, a, req, free, nd, allow, bits):
     """First request of application ``a`` in a rack list not done, ready and fitting."""
     for q in range(lo, hi):
         i = lst[q]
-        if app_of[i] == a and not done[i] and ready[i] <= now and fits(req[i], free, nd):
+        if app_of[i] == a and not done[i] and ready[i] <= now and \
+                usable(i, req, free, nd, allow, bits):
             return i
     return -1
 
@@ -333,7 +340,7 @@ def rack_local(lst, lo, hi, done, ready, now, app_of, a, req, free, nd):
 @njit(cache=True)
 def pick(kind, p0, p1, n_nodes, a, j, nd, now, local_i, lst, lo, hi, done, ready, has_in,
          req, free, n_noin, c_out, n_loc, rack_ptr, rack_lst, rack, app_of, miss, level,
-         since, visits, app_ready):
+         since, visits, app_ready, allow, bits):
     """The request of application ``a`` (job code ``j``; its requests ``lst[lo:hi]``) that
     may use node ``nd`` now, and its type (NODE, RACK, ANY; -1 for an ANY-only ask), or
     ``(-1, -1)`` when the application lets the offer pass.  ``local_i``: its first request
@@ -347,20 +354,20 @@ def pick(kind, p0, p1, n_nodes, a, j, nd, now, local_i, lst, lo, hi, done, ready
         miss[j] += 1  # counted, then reset by the node-local assignment
         return local_i, NODE
     if n_noin[a] > 0:
-        i = first_fit(lst, lo, hi, done, ready, now, has_in, False, req, free, nd)
+        i = first_fit(lst, lo, hi, done, ready, now, has_in, False, req, free, nd, allow, bits)
         if i >= 0:
             visits[0] += 1
             return i, -1
     if c_out[a] == 0:
         return -1, -1
-    i_any = first_fit(lst, lo, hi, done, ready, now, has_in, True, req, free, nd)
+    i_any = first_fit(lst, lo, hi, done, ready, now, has_in, True, req, free, nd, allow, bits)
     if i_any < 0:
         return -1, -1
     visits[0] += 1
     lvl = allowed(kind, a, j, now, p0, p1, n_nodes, c_out, n_loc, miss, level, since)
     if RACK <= lvl <= ANY and rack >= 0 and rack + 1 < len(rack_ptr):
         i = rack_local(rack_lst, rack_ptr[rack], rack_ptr[rack + 1], done, ready, now,
-                       app_of, a, req, free, nd)
+                       app_of, a, req, free, nd, allow, bits)
         if i >= 0:
             return i, RACK
     if lvl >= ANY:

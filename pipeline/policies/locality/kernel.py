@@ -58,11 +58,11 @@ from pipeline.policies.locality.candidates import (
 
 @njit(cache=True)
 def _skip_all(node_ptr, node_lst, rack_ptr, rack_lst, done, ready, req, free, nd, n_rack, tau,
-              job, slot, order, level, best, touched, rack_level):
+              job, slot, order, level, best, touched, rack_level, allow, bits):
     """Whether no pending task is local to ``nd`` and, if some job is allowed rack-local
     (``rack_level``), none of those jobs has a task local to ``nd``'s rack."""
     n_t = best_in(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, req, free, nd, tau,
-                   job, slot, best, touched, 0)
+                   job, slot, best, touched, 0, allow, bits)
     for t in range(n_t):
         best[touched[t]] = -1
     if n_t > 0:
@@ -71,7 +71,7 @@ def _skip_all(node_ptr, node_lst, rack_ptr, rack_lst, done, ready, req, free, nd
     if not rack_level or rack < 0 or len(rack_ptr) <= rack + 1:
         return True
     n_t = best_in(rack_ptr[rack], rack_ptr[rack + 1], rack_lst, done, ready, req, free, nd,
-                   tau, job, slot, best, touched, 0)
+                   tau, job, slot, best, touched, 0, allow, bits)
     clear = True
     for t in range(n_t):
         clear = clear and level[order[touched[t]]] != RACK
@@ -132,7 +132,7 @@ def _deadline(acc, a_res, n_in, eligible, order, mode, wait, skip, level, mark, 
 @njit(cache=True)
 def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, has_in,
                    order, running, skip, level, wait, skipped, last_hb, mode, d, w1, w2,
-                   shapes, shape_of, out_req, out_node):
+                   shapes, shape_of, allow, bits, out_req, out_node):
     """Place pending tasks on the heartbeats ``off_*``; return (placements, last heartbeat).
 
     ``shapes``/``shape_of``: the distinct request shapes and each task's (a node with room
@@ -261,13 +261,14 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                     dl = min(dl, acc + (w1 if level[j] == NODE else w2) - wait[j])
         if free_left == 0 and left > 0 and _skip_all(
                 node_ptr, node_lst, rack_ptr, rack_lst, done, ready, req, free, nd, n_rack,
-                tau, job, slot, order, level, local_best, touched, rack_level):
+                tau, job, slot, order, level, local_best, touched, rack_level, allow, bits):
             if prev != 2:
                 dl, rack_level = _deadline(acc, a_res, n_in, eligible, order, mode, wait,
                                            skip, level, mark, hb_time, n_hb, d, w1, w2)
             if acc < dl and (prev == 2 or _skip_all(
                     node_ptr, node_lst, rack_ptr, rack_lst, done, ready, req, free, nd,
-                    n_rack, tau, job, slot, order, level, local_best, touched, rack_level)):
+                    n_rack, tau, job, slot, order, level, local_best, touched, rack_level,
+                    allow, bits)):
                 if mode == 0:
                     acc += 1.0
                 prev = 2
@@ -283,7 +284,7 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
             if use_shapes and not room_for_any(shapes, shape_left, free, nd):
                 break
             n_t = best_in(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, req, free,
-                           nd, tau, job, slot, local_best, touched, 0)
+                           nd, tau, job, slot, local_best, touched, 0, allow, bits)
             n_tr = -1  # rack candidates: computed on first need
             chosen = -1
             got = ANY
@@ -294,7 +295,7 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                     break
                 if n_free[k] > 0 and fits(min_free[k], free, nd):
                     i = first_usable(cur_free, k, job_mid[k], by_job, done, ready, req, free, nd,
-                               tau)
+                               tau, allow, bits)
                     if i >= 0:
                         chosen, got = i, -1
                         break
@@ -315,7 +316,7 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                         if n_tr < 0:
                             n_tr = best_in(rack_ptr[rack], rack_ptr[rack + 1], rack_lst, done,
                                            ready, req, free, nd, tau, job, slot, rack_best,
-                                           touched_r, 0)
+                                           touched_r, 0, allow, bits)
                         if rack_best[k] >= 0:
                             chosen, got = rack_best[k], RACK
                             break
@@ -325,7 +326,8 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 # may run a task anywhere: the first of its tasks that fits this node
                 if not fits(min_in[k], free, nd):
                     continue
-                i = first_usable(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau)
+                i = first_usable(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau,
+                                 allow, bits)
                 if i >= 0:
                     chosen, got = i, locality_of(i, inputs, nd, rack, n_rack)
                     break

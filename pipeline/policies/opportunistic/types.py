@@ -11,7 +11,9 @@
   the share MapReduce would give it, spread over the job rather than its first tasks.
 
 A task keeps its type for the whole replay (a killed opportunistic container is asked for
-again as opportunistic, as the MapReduce AM re-requests the same kind).
+again as opportunistic, as the MapReduce AM re-requests the same kind).  A task that asks
+for a GPU is always guaranteed: over-subscription works on measured CPU and memory, while a
+GPU share is bound to a device for the container's whole run (:mod:`pipeline.sim.gpus`).
 """
 
 from __future__ import annotations
@@ -35,14 +37,16 @@ class ContainerTypes:
         self._count = np.zeros(0, dtype=np.int64)
 
     def mask(self, pending: PendingView) -> np.ndarray:
-        """Whether each pending request is opportunistic."""
+        """Whether each pending request is opportunistic (never one asking for a GPU)."""
         if self.by == "priority":
-            return np.asarray(pending.priority) <= self.max_priority
-        if self.by == "queue":
-            return np.isin(pending.queue, self.queue_codes)
-        if self.by == "percent":
-            return self._percent(pending)
-        return np.zeros(len(pending), dtype=np.bool_)
+            opp = np.asarray(pending.priority) <= self.max_priority
+        elif self.by == "queue":
+            opp = np.isin(pending.queue, self.queue_codes)
+        elif self.by == "percent":
+            opp = self._percent(pending)
+        else:
+            return np.zeros(len(pending), dtype=np.bool_)
+        return opp & (np.asarray(pending.req)[:, 2] <= 0)
 
     def _percent(self, pending: PendingView) -> np.ndarray:
         rows = np.asarray(pending.row, dtype=np.int64)

@@ -37,8 +37,10 @@ import numpy as np
 from numba import njit
 
 from pipeline.policies.base import Param, PolicyBase
+from pipeline.policies.models import pending_allow
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
+from pipeline.sim.models import may_run
 
 UP = 2
 
@@ -96,6 +98,12 @@ class RecordedCluster(PolicyBase):
         node = np.asarray(pending.recorded_node, dtype=np.int64)
         # one compiled pass over the waiting tasks (a backlog can hold millions)
         mine, rest, wake = split_due(start, node, np.asarray(nodes.state), float(now))
+        allow = pending_allow(view)
+        if allow is not None and len(mine):  # a recorded node of another GPU model: elsewhere
+            other = ~may_run(allow[mine], np.asarray(nodes.gpu_model)[node[mine]])
+            if other.any():
+                rest = np.sort(np.concatenate([rest, mine[other]]))
+                mine = mine[~other]
         placed_req, placed_node = [], []
         if len(mine):  # first, what can start where it was recorded
             order = mine[np.lexsort((mine, start[mine]))]  # recorded start order
@@ -109,7 +117,9 @@ class RecordedCluster(PolicyBase):
                 rest = np.sort(np.concatenate([rest, mine[missed]]))
         if len(rest):  # then the rest, where there is room
             req = pending.req if len(rest) == len(pending) else pending.req[rest]
-            r, nd = self.index_.place(nodes, np.ascontiguousarray(req), None, packing=False)
+            r, nd = self.index_.place(nodes, np.ascontiguousarray(req), None, packing=False,
+                                      allow=allow if allow is None or len(rest) == len(pending)
+                                      else allow[rest])
             placed_req.append(rest[r])
             placed_node.append(nd)
         wake_at = None if np.isinf(wake) else wake

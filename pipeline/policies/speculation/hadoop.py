@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pipeline.policies.models import task_allow
 from pipeline.policies.speculation.groups import N_KINDS, lookup
 from pipeline.policies.speculation.placement import CopyPlacer
 from pipeline.policies.speculation.running import RunningTasks
@@ -86,7 +87,8 @@ class HadoopRule:
             return EMPTY, EMPTY
         sub = tasks.at(pos)
         req = np.asarray(sub.req, dtype=np.float64)
-        placer = CopyPlacer(room, view.nodes.rack, req.min(axis=0))
+        placer = CopyPlacer(room, view.nodes.rack, req.min(axis=0), models=view.nodes.gpu_model)
         order = np.argsort(np.asarray(sub.row), kind="stable")
-        took, nodes = placer.place(order, req, tasks.node[pos], inputs=np.asarray(sub.inputs))
+        took, nodes = placer.place(order, req, tasks.node[pos], inputs=np.asarray(sub.inputs),
+                                   allow=task_allow(view, sub))
         return pos[took], nodes

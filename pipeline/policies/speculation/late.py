@@ -45,6 +45,7 @@ import math
 
 import numpy as np
 
+from pipeline.policies.models import task_allow
 from pipeline.policies.speculation.groups import Groups
 from pipeline.policies.speculation.placement import CopyPlacer, task_slots
 from pipeline.policies.speculation.running import RunningTasks
@@ -173,11 +174,12 @@ class LateRule:
         req = np.asarray(sub.req, dtype=np.float64)
         order = late_order(tasks.ps[pos], rate[pos], np.asarray(sub.row))
         placer = CopyPlacer(room, view.nodes.rack, req.min(axis=0), prefer=node_progress,
-                            allowed=allowed)
+                            allowed=allowed, models=view.nodes.gpu_model)
         budget = None
         if self.thresholds == "stddev":
             budget = copies_left_hadoop021(groups.count(tasks.has_copy), groups.counts,
                                            slots, self.cap)
         took, nodes = placer.place(order, req, tasks.node[pos], limit=limit,
-                                   group=groups.inverse[pos], budget=budget)
+                                   group=groups.inverse[pos], budget=budget,
+                                   allow=task_allow(view, sub))
         return pos[took], nodes

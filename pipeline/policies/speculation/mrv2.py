@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pipeline.policies.models import task_allow
 from pipeline.policies.speculation.groups import N_KINDS, lookup
 from pipeline.policies.speculation.placement import CopyPlacer
 from pipeline.policies.speculation.running import RunningTasks
@@ -157,9 +158,11 @@ class Mrv2Rule:
         share = np.full(cap.shape, np.inf)
         np.divide(room, cap, out=share, where=cap > 0)
         free_share = share.min(axis=1)
-        placer = CopyPlacer(room, view.nodes.rack, req.min(axis=0), prefer=free_share)
+        placer = CopyPlacer(room, view.nodes.rack, req.min(axis=0), prefer=free_share,
+                            models=view.nodes.gpu_model)
         order = np.argsort(np.asarray(sub.row), kind="stable")
-        took, nodes = placer.place(order, req, tasks.node[pos], inputs=np.asarray(sub.inputs))
+        took, nodes = placer.place(order, req, tasks.node[pos], inputs=np.asarray(sub.inputs),
+                                   allow=task_allow(view, sub))
         launched = pos[took]
         if len(launched):  # a pass that speculated waits longer for its job's next pass
             self.next_pass_s[np.unique(tasks.job[launched])] = tasks.now + self.retry_spec_s

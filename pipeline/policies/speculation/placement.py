@@ -13,6 +13,7 @@ import numpy as np
 
 from pipeline.policies.nodeindex import SLACK
 from pipeline.sim.interface import NodeView
+from pipeline.sim.models import may_run
 
 # a request "fits" with the same float slack the other policies use, below the core's
 TINY = 0.5e-12
@@ -61,8 +62,10 @@ class CopyPlacer:
     """
 
     def __init__(self, room: np.ndarray, rack: np.ndarray, min_req: np.ndarray,
-                 prefer: np.ndarray | None = None, allowed: np.ndarray | None = None) -> None:
+                 prefer: np.ndarray | None = None, allowed: np.ndarray | None = None,
+                 models: np.ndarray | None = None) -> None:
         self.room = room
+        self.models = models  # the nodes' GPU model bits (None: no model constraints)
         self.rack = np.asarray(rack)
         self.min_req = np.asarray(min_req, dtype=np.float64)
         ok = np.all(room >= self.min_req, axis=1)
@@ -85,10 +88,11 @@ class CopyPlacer:
         return len(self.order) > self.n_dead
 
     def _first_fit(self, nodes: np.ndarray, req: np.ndarray, original: int,
-                   start: int = 0) -> int:
+                   start: int = 0, allow: int = 0) -> int:
         """Position in ``nodes`` of the first node from ``start`` on (wrapping around) that
-        is alive, not ``original`` and has room for ``req`` (-1: none).  The first chunk
-        is looked at alone (usually enough); then all the others at once."""
+        is alive, not ``original``, has room for ``req`` and a GPU model the mask ``allow``
+        allows (-1: none).  The first chunk is looked at alone (usually enough); then all
+        the others at once."""
         n = len(nodes)
         if n == 0:
             return -1
@@ -97,6 +101,8 @@ class CopyPlacer:
             chunk = nodes[part]
             ok = self.alive[chunk] & (chunk != original)
             ok &= np.all(self.room[chunk] >= req, axis=1)
+            if allow and self.models is not None:
+                ok &= may_run(np.int64(allow), self.models[chunk])
             if ok.any():
                 return int(part[np.argmax(ok)])
         return -1
@@ -117,12 +123,13 @@ class CopyPlacer:
                 out.append(members[int(first[i]): end])
         return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
-    def node_for(self, req: np.ndarray, original: int, inputs: np.ndarray | None = None
-                 ) -> int:
+    def node_for(self, req: np.ndarray, original: int, inputs: np.ndarray | None = None,
+                 allow: int = 0) -> int:
         """A node for a copy of a task asking ``req`` whose original runs on ``original``
-        (-1: none).  With ``inputs`` (node slots holding the task's input, -1 padded):
-        node-local first, then rack-local, then any."""
-        key = req.tobytes()
+        (-1: none), of a GPU model the mask ``allow`` allows (0: any).  With ``inputs``
+        (node slots holding the task's input, -1 padded): node-local first, then
+        rack-local, then any."""
+        key = req.tobytes() + allow.to_bytes(8, "little")
         if key in self._no_fit or not self:
             return -1
         node = -1
@@ -130,18 +137,18 @@ class CopyPlacer:
             held = inputs[inputs >= 0]
             if len(held):
                 held = held[self.alive[held]]
-                at = self._first_fit(held, req, original)
+                at = self._first_fit(held, req, original, 0, allow)
                 node = int(held[at]) if at >= 0 else -1
                 racks = self.rack[inputs[inputs >= 0]]
                 racks = racks[racks >= 0]
                 if node < 0 and len(racks):
                     near = self._rack_nodes(racks)
-                    at = self._first_fit(near, req, original)
+                    at = self._first_fit(near, req, original, 0, allow)
                     node = int(near[at]) if at >= 0 else -1
         if node < 0:
-            at = self._first_fit(self.order, req, original, self.cursor)
+            at = self._first_fit(self.order, req, original, self.cursor, allow)
             if at < 0:
-                if self._first_fit(self.order, req, -1) < 0:
+                if self._first_fit(self.order, req, -1, 0, allow) < 0:
                     self._no_fit.add(key)  # room only shrinks within a call
                 return -1
             node = int(self.order[at])
@@ -164,8 +171,8 @@ class CopyPlacer:
 
     def place(self, order: np.ndarray, req: np.ndarray, original: np.ndarray, *,
               limit: int | None = None, inputs: np.ndarray | None = None,
-              group: np.ndarray | None = None, budget: np.ndarray | None = None
-              ) -> tuple[np.ndarray, np.ndarray]:
+              group: np.ndarray | None = None, budget: np.ndarray | None = None,
+              allow: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Copies for candidates ``order`` (positions into the per-candidate arrays
         ``req``, ``original``, ``inputs``, ``group``), in that order, while ``limit`` copies
         remain and the candidate's ``group`` has ``budget`` left; returns the positions
@@ -175,7 +182,9 @@ class CopyPlacer:
         the others in rounds, vectorized: in a round each node with room (in search order
         from the round-robin cursor) is offered to one candidate (in candidate order), and a
         candidate its node cannot take waits for the next round, as a heartbeat offers a
-        node's room to the next task.  After a few rounds the rest go one at a time."""
+        node's room to the next task.  After a few rounds the rest go one at a time.
+        Candidates limited to some GPU models (``allow``, with the placer's ``models``) go
+        one at a time too, each searching the nodes of its models."""
         self._left = len(order) if limit is None else int(limit)
         self._group = group
         self._budget = None if budget is None else np.array(budget, dtype=np.int64)
@@ -184,7 +193,11 @@ class CopyPlacer:
         order = self._could_fit(np.asarray(order, dtype=np.int64), req)
         local = (np.zeros(len(order), dtype=bool) if inputs is None
                  else np.any(inputs[order] >= 0, axis=1))
-        self._one_by_one(order[local], req, original, inputs, took, where)
+        if allow is not None and self.models is not None:  # model-bound: one at a time
+            local |= allow[order] != 0
+        else:
+            allow = None
+        self._one_by_one(order[local], req, original, inputs, took, where, allow)
         rest = self._rounds(order[~local], req, original, took, where)
         self._one_by_one(self._could_fit(rest, req), req, original, None, took, where)
         if not took:
@@ -223,7 +236,7 @@ class CopyPlacer:
 
     def _one_by_one(self, cand: np.ndarray, req: np.ndarray, original: np.ndarray,
                     inputs: np.ndarray | None, took: list[np.ndarray],
-                    where: list[np.ndarray]) -> None:
+                    where: list[np.ndarray], allow: np.ndarray | None = None) -> None:
         budget, group = self._budget, self._group
         for i in cand.tolist():
             if self._left <= 0 or not self:
@@ -231,7 +244,8 @@ class CopyPlacer:
             if budget is not None and group is not None and budget[group[i]] <= 0:
                 continue
             node = self.node_for(req[i], int(original[i]),
-                                 None if inputs is None else inputs[i])
+                                 None if inputs is None else inputs[i],
+                                 0 if allow is None else int(allow[i]))
             if node >= 0:
                 self._launched(np.array([i]), np.array([node]), took, where)
 
