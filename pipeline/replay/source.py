@@ -31,7 +31,7 @@ BATCH_ROWS = 1 << 18
 SIM_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu", "cpu_used",
                "mem_used", "inputs", "input_mb", "depends_on", "priority", "end_event",
                "recorded_machine_id", "recorded_start_s", "task_kind", "requested_s",
-               "gang_id", "gpu_spec")
+               "gang_id")
 IDENTITY_COLUMNS = ("task_id", "job_id", "submit_s", "duration_s", "cpu", "mem", "gpu",
                     "cpu_used", "mem_used", "end_event")
 
@@ -264,7 +264,8 @@ class TraceInput:
         (``models``: the machines' GPU model names, to code ``gpu_spec`` against; None: the
         replay does not enforce models)."""
         usage = UsageStream(self.dir)
-        for offset, table in self._stream(SIM_COLUMNS):
+        columns = SIM_COLUMNS if models is None else (*SIM_COLUMNS, "gpu_spec")
+        for offset, table in self._stream(columns):
             batch = self._convert(table, offset, node_of, parents)
             if models is not None:
                 batch.allow = allow_masks(table["gpu_spec"], models)

@@ -417,15 +417,14 @@ class Simulation(Operations, Speculating, Contended):
         t.state[slots] = PENDING
         if self.open_flag and b.censored is not None:
             t.flags[slots[b.censored[local]]] |= CENSORED
-        # (the completion kernel resets only what every run uses: these are set always)
+        # (the completion kernel resets only what every run uses: a reused slot keeps these
+        # until they are set, so they are set for every task of a run that uses them)
         t.requested[slots] = b.requested[local] if b.requested is not None else np.nan
-        t.allow[slots] = (b.allow[local] if b.allow is not None and self.models is not None
-                          else 0)
+        if self.models is not None:
+            t.allow[slots] = b.allow[local] if b.allow is not None else 0
         if self.gangs is not None:
             self.gangs.arrive(t, slots, b.gang[local] if b.gang is not None
                               else np.full(len(local), -1, dtype=np.int64))
-        else:
-            t.gang[slots] = -1
         if b.recorded_start is not None:
             t.recorded_start[slots] = b.recorded_start[local]
             t.recorded_node[slots] = b.recorded_node[local]
