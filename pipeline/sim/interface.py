@@ -224,6 +224,15 @@ class _TaskColumns:
         return self._take("inp")
 
     @cached_property
+    def has_inputs(self) -> np.ndarray:
+        """Whether each task's input is on some node here (``inputs[:, 0] >= 0``), without
+        gathering the whole ``inputs`` block (a policy asking "does any request have
+        data?" at every call reads one column, not eight)."""
+        if "inputs" in self.__dict__:
+            return readonly(self.__dict__["inputs"][:, 0] >= 0)
+        return readonly(np.take(self._t.inp[:, 0], self._slots) >= 0)  # type: ignore[attr-defined]
+
+    @cached_property
     def gang(self) -> np.ndarray:
         """Each task's gang code (-1: none): tasks of one gang start together or not at all
         (:mod:`pipeline.sim.gangs`; the core holds back a gang not placed whole)."""

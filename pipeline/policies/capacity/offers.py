@@ -42,7 +42,7 @@ def wants_offers(p: CapacityScheduler, view: SchedView) -> bool:
     """Whether this call places on heartbeats: the rule can delay and a request has data."""
     if view.offers is None or not p.rule_.delays or len(view.pending) == 0:
         return False
-    return bool((np.asarray(view.pending.inputs)[:, 0] >= 0).any())
+    return bool(view.pending.has_inputs.any())
 
 
 def place_on_offers(p: CapacityScheduler, view: SchedView, args: tuple, fit: np.ndarray,

@@ -56,8 +56,8 @@ def wants_offers(rule: LocalityRule, view: SchedView, rows: np.ndarray | None) -
     """Whether this call places on heartbeats: the rule can delay and a request has data."""
     if view.offers is None or not rule.delays or len(view.pending) == 0:
         return False
-    first = np.asarray(view.pending.inputs)[:, 0]
-    return bool((first[rows] if rows is not None else first).max(initial=-1) >= 0)
+    have = view.pending.has_inputs
+    return bool((have[rows] if rows is not None else have).any())
 
 
 def fill_on_offers(view: SchedView, rule: LocalityRule, state: LocalityState,
