@@ -152,7 +152,8 @@ def drf_fill(req, user, usage, weight, inv_total, cap, w_alloc, w_ncont, w_up, k
             if dominated_by_failure(failed, n_failed, rc, rm, rg):
                 continue
             mask = allow[i] if allow.shape[0] else 0
-            nd = _least_used(skey, sfree, rc, rm, rg, stack, mask, bits)
+            nd = _least_used(skey, sfree, rc, rm, rg, stack, mask, bits, root, left, right,
+                             agg, val)
             if nd < 0:  # anything at least as large fits nowhere either this round
                 if mask == 0:  # (unless it only missed its GPU models)
                     n_failed = remember_failure(failed, n_failed, rc, rm, rg)

@@ -65,8 +65,11 @@ def scenario(draw: st.DrawFn) -> dict:
 
 
 @settings(max_examples=150, deadline=None)
-@given(case=scenario(), packing=st.booleans())
-def test_index_matches_reference(case: dict, packing: bool) -> None:
+@given(case=scenario(), packing=st.booleans(), treap=st.booleans())
+def test_index_matches_reference(case: dict, packing: bool, treap: bool) -> None:
+    """The index places as the one-node-at-a-time reference, whether least-allocated
+    searches use the segment tree or (``treap``: switched on after the first refresh, as
+    :meth:`NodeIndex.refresh` does once searches get expensive) the all-node treap."""
     cap, up = case["cap"], case["up"]
     n = len(cap)
     alloc, ncont = np.zeros((n, 3)), np.zeros(n, dtype=np.int32)
@@ -82,6 +85,8 @@ def test_index_matches_reference(case: dict, packing: bool) -> None:
                         state=readonly(state), speed=readonly(np.ones(n)),
                         rack=readonly(np.zeros(n, np.int32)), changed=readonly(changed))
         index.refresh(view)
+        if treap:
+            index.use_treap()
         req = readonly(np.array(reqs).reshape(-1, 3))
         u = rng.random(len(req))
         got_r, got_n = index.place(view, req, u, packing)
@@ -98,3 +103,22 @@ def test_index_matches_reference(case: dict, packing: bool) -> None:
                 ncont[nd] -= 1
                 if ncont[nd] == 0:
                     alloc[nd] = 0.0
+
+
+def test_least_allocated_searches_switch_to_the_treap_once_expensive() -> None:
+    """The index counts what its segment-tree searches cost and switches to the all-node
+    treap (same answers) only after enough expensive ones; cheap ones never switch it."""
+    from pipeline.policies import nodeindex as ni
+
+    index = NodeIndex(8)
+    index.root[ni.VISITS], index.root[ni.SEARCHES] = 30 * 2000, 2000
+    index._adapt()
+    assert not index.root[ni.ON_ALL]
+    assert index.root[ni.SEARCHES] == 1000  # halved: recent searches weigh most
+    index.root[ni.VISITS], index.root[ni.SEARCHES] = (ni.ADAPT_VISITS + 1) * 10, 10
+    index._adapt()
+    assert not index.root[ni.ON_ALL]  # too few searches to judge
+    index.root[ni.VISITS], index.root[ni.SEARCHES] = ((ni.ADAPT_VISITS + 1) * ni.ADAPT_MIN,
+                                                      ni.ADAPT_MIN)
+    index._adapt()
+    assert index.root[ni.ON_ALL]

@@ -324,7 +324,8 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
             if dominated_by_failure(failed, n_failed, rc, rm, rg):
                 continue
             mask = allow[i] if allow.shape[0] else 0
-            dst = _least_used(skey, sfree, rc, rm, rg, stack, mask, bits)
+            dst = _least_used(skey, sfree, rc, rm, rg, stack, mask, bits, root, left, right,
+                              agg, val)
             if dst < 0:  # anything at least as large fits nowhere either this round
                 if mask == 0:  # (unless it only missed its GPU models)
                     n_failed = remember_failure(failed, n_failed, rc, rm, rg)
