@@ -35,8 +35,8 @@ from numba import njit
 from pipeline.errors import UsageError
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.models import model_masks, pending_allow
-from pipeline.policies.nodeindex import (
-    NodeIndex,
+from pipeline.policies.nodeindex import NodeIndex
+from pipeline.policies.nodetree import (
     _least_used,
     _update,
     dominated_by_failure,

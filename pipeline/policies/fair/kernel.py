@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit
 
 from pipeline.policies.locality.gate import pick, refresh_local, taken
-from pipeline.policies.nodeindex import (
+from pipeline.policies.nodetree import (
     _least_used,
     _update,
     dominated_by_failure,
