@@ -28,11 +28,11 @@ def _numba_cache_dir() -> None:
     for f in sorted(root.rglob("*.py")):
         st = f.stat()
         key.update(f"{f.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    path = base / "tracereplay" / "numba" / key.hexdigest()[:16]
-    try:
+    try:  # (no home directory, or none that can be written: numba's default)
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        path = base / "tracereplay" / "numba" / key.hexdigest()[:16]
         path.mkdir(parents=True, exist_ok=True)
-    except OSError:
+    except (OSError, RuntimeError):
         return
     os.environ["NUMBA_CACHE_DIR"] = str(path)  # child processes (sweep workers) inherit it
     if "numba" in sys.modules:  # imported before us: numba read its settings already

@@ -11,6 +11,7 @@ request.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from pipeline.sim.interface import NodeView, SchedView, _TaskColumns
 
@@ -18,13 +19,18 @@ NO_MASK = np.zeros(0, np.int64)
 NO_BITS = np.zeros(1, np.int64)
 
 
+@njit(cache=True, inline="always")
+def may_use(mask, bits, nd):  # pragma: no cover - compiled
+    """Whether a request allowing the GPU models ``mask`` (0: any) may use node ``nd``
+    (the nodes' model bits ``bits``)."""
+    return mask == 0 or (bits[nd] & mask) != 0
+
+
 def pending_allow(view: SchedView, rows: np.ndarray | None = None) -> np.ndarray | None:
     """The pending requests' GPU model masks (positions ``rows``, None: all), or None when
     the replay has no model constraints (nothing is gathered then)."""
-    if view.nodes.gpu_model is None:
-        return None
-    allow = view.pending.gpu_allow
-    return allow if rows is None else allow[rows]
+    allow = task_allow(view, view.pending)
+    return allow if allow is None or rows is None else allow[rows]
 
 
 def model_masks(nodes: NodeView, allow: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:

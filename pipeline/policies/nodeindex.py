@@ -41,7 +41,7 @@ from numba import njit
 
 from pipeline.policies import treap
 from pipeline.policies.locality.candidates import busy_holder
-from pipeline.policies.models import model_masks
+from pipeline.policies.models import may_use, model_masks
 from pipeline.policies.nodetree import (
     ADAPT_MIN,
     ADAPT_VISITS,
@@ -61,7 +61,7 @@ from pipeline.policies.nodetree import (
     sync,
     update_nodes,
 )
-from pipeline.policies.treap import leftmost, may_use, rightmost
+from pipeline.policies.treap import leftmost, rightmost
 from pipeline.sim.interface import NodeView
 
 
@@ -193,17 +193,16 @@ class NodeIndex:
         p = 1
         while p < max(n_nodes, 1):
             p *= 2
-        trees = N_TREES
         self.threshold = threshold
         self.key = np.zeros(n_nodes)
         self.val = np.full((n_nodes, 4), -np.inf)
         # fixed pseudo-random priorities: the shape, never the result, depends on them
         self.pri = np.random.default_rng(0x7EA9).random(n_nodes)
-        self.left = np.full((trees, n_nodes), -1, dtype=np.int64)
-        self.right = np.full((trees, n_nodes), -1, dtype=np.int64)
-        self.parent = np.full((trees, n_nodes), -1, dtype=np.int64)
-        self.agg = np.full((trees, n_nodes, 4), -np.inf)
-        self.member = np.zeros((trees, n_nodes), dtype=np.bool_)
+        self.left = np.full((N_TREES, n_nodes), -1, dtype=np.int64)
+        self.right = np.full((N_TREES, n_nodes), -1, dtype=np.int64)
+        self.parent = np.full((N_TREES, n_nodes), -1, dtype=np.int64)
+        self.agg = np.full((N_TREES, n_nodes, 4), -np.inf)
+        self.member = np.zeros((N_TREES, n_nodes), dtype=np.bool_)
         self.root = np.array([-1, -1, int(busy), 0, 0, 0], dtype=np.int64)
         self.skey = np.full(2 * p, np.inf)
         self.sfree = np.full((3, 2 * p), -np.inf)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.policies.treap import erase, insert, leftmost, may_use
+from pipeline.policies.models import may_use
+from pipeline.policies.treap import erase, insert, leftmost
 
 SLACK = 0.5e-9
 TIE = 1e-6
@@ -82,7 +83,7 @@ def remember_failure(failed, n_failed, rc, rm, rg):  # pragma: no cover - compil
 @njit(cache=True)
 def _least_used(skey, sfree, rc, rm, rg, stack, mask, bits, root, left, right, agg, val):
     """Lowest slot with the smallest key whose leaf fits (and whose GPU model the request's
-    mask ``mask`` allows, :func:`~pipeline.policies.treap.may_use`).
+    mask ``mask`` allows, :func:`~pipeline.policies.models.may_use`).
 
     Once searches got expensive (``root[ON_ALL]``, see :meth:`NodeIndex.refresh`) it is the
     all-node treap's leftmost fitting node in ``(key, slot)`` order, the same node.

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from numba import njit
 
+from pipeline.policies.models import may_use
+
 
 @njit(cache=True, inline="always")
 def _pull(t, left, right, agg, val):
@@ -132,13 +134,6 @@ def erase(root, member, node, left, right, parent, agg, val, pri):
 @njit(cache=True, inline="always")
 def _fits(row, rc, rm, rg, rh):
     return row[0] >= rc and row[1] >= rm and row[2] >= rg and row[3] >= rh
-
-
-@njit(cache=True, inline="always")
-def may_use(mask, bits, nd):
-    """Whether a request allowing the GPU models ``mask`` (0: any) may use node ``nd``
-    (model bits ``bits``; :mod:`pipeline.sim.models`)."""
-    return mask == 0 or (bits[nd] & mask) != 0
 
 
 @njit(cache=True)

@@ -184,7 +184,7 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
                                  speculation=spec_rule(resolved) is not None)
         counts = asdict(summary)
         settings = _settings(sim.policy, params or {}, opened, resolved)
-        unenforced = _unenforced(trace, spec)
+        unenforced = _unenforced(trace, spec, sim)
         run = {
             "run_id": run_id, "trace": trace_name or trace.dir.name,
             "trace_digest": digest, "trace_validated": trace.validated,
@@ -229,11 +229,11 @@ def _inflation(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | N
     return RunResult(run_id, out_dir, run, metrics)
 
 
-def _unenforced(trace: TraceInput, spec: ClusterSpec) -> dict[str, int]:
+def _unenforced(trace: TraceInput, spec: ClusterSpec, sim: Simulation) -> dict[str, int]:
     """What the trace asks that this replay cannot enforce, said once (stderr) and kept in
     run.json, so a result is never silently wrong about it: GPU models, where the nodes
     name none (an elastic cluster's template, or machines without ``gpu_model``)."""
-    if _gpu_models(spec, trace)[0] is not None:
+    if sim.models is not None:
         return {}
     named = trace.gpu_spec_tasks()
     if not named:

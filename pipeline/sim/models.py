@@ -31,7 +31,11 @@ from pipeline.sim.cluster import fits_some
 
 MAX_MODELS = 62
 ABSENT = np.int64(1) << np.int64(62)  # a model no machine has: no node carries this bit
-NO_MASK = np.zeros(0, dtype=np.int64)
+
+
+def _bits(code: np.ndarray, missing: int) -> np.ndarray:
+    """Model codes (-1: none) as bits: code ``c`` is ``1 << c``, -1 is ``missing``."""
+    return np.where(code >= 0, np.left_shift(np.int64(1), np.maximum(code, 0)), missing)
 
 
 def model_bits(models: pa.ChunkedArray | pa.Array | None) -> tuple[tuple[str, ...], np.ndarray]:
@@ -42,8 +46,7 @@ def model_bits(models: pa.ChunkedArray | pa.Array | None) -> tuple[tuple[str, ..
     if len(names) > MAX_MODELS:
         raise ValueError(f"{len(names)} GPU models: the replay codes at most {MAX_MODELS}")
     code = pc.fill_null(pc.index_in(models, value_set=pa.array(names, pa.string())), -1)
-    code = np.asarray(code.to_numpy(zero_copy_only=False), dtype=np.int64)
-    return names, np.where(code >= 0, np.left_shift(np.int64(1), np.maximum(code, 0)), 0)
+    return names, _bits(np.asarray(code.to_numpy(zero_copy_only=False), np.int64), 0)
 
 
 def allow_masks(specs: pa.ChunkedArray | pa.Array, names: tuple[str, ...]) -> np.ndarray | None:
@@ -58,8 +61,7 @@ def allow_masks(specs: pa.ChunkedArray | pa.Array, names: tuple[str, ...]) -> np
         return None
     flat = pc.list_flatten(specs)  # the non-null lists' values, in row order
     code = pc.fill_null(pc.index_in(flat, value_set=pa.array(names, pa.string())), -1)
-    code = np.asarray(code.to_numpy(zero_copy_only=False), dtype=np.int64)
-    bits = np.where(code >= 0, np.left_shift(np.int64(1), np.maximum(code, 0)), ABSENT)
+    bits = _bits(np.asarray(code.to_numpy(zero_copy_only=False), np.int64), ABSENT)
     owner = np.repeat(np.arange(n), lengths)
     allow = np.zeros(n, dtype=np.int64)
     np.bitwise_or.at(allow, owner, bits)
@@ -91,14 +93,14 @@ class GpuModels:
             ok[rows] = fits_some(req[rows], self._shapes[mask])
         return ok
 
-    def check(self, req: np.ndarray, node: np.ndarray, allow: np.ndarray,
-              dirty: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Drop placements ``(req, node)`` on a node of a model the task does not allow
-        (``allow``: the pending tasks' masks); out-of-range pairs are left for the core's
-        own check to report."""
-        valid = (req >= 0) & (req < len(allow)) & (node >= 0) & (node < len(self.bits))
+    def check(self, req: np.ndarray, node: np.ndarray, slots: np.ndarray,
+              allow: np.ndarray, dirty: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Drop placements ``(req, node)`` (``req``: indices into the task ``slots``) on a
+        node of a model the task does not allow (``allow``: the task table's masks);
+        out-of-range pairs are left for the core's own check to report."""
+        valid = (req >= 0) & (req < len(slots)) & (node >= 0) & (node < len(self.bits))
         bad = np.zeros(len(req), dtype=np.bool_)
-        bad[valid] = ~may_run(allow[req[valid]], self.bits[node[valid]])
+        bad[valid] = ~may_run(allow[slots[req[valid]]], self.bits[node[valid]])
         if not bad.any():
             return req, node
         dirty[node[bad]] = True

@@ -113,13 +113,8 @@ class Operations:
         opp_req, opp_node = self._pairs(d.opp_req, d.opp_node, "opp")
         spec_run, spec_node = self._pairs(d.spec_run, d.spec_node, "spec")
         opp_slots = self._opp_slots(at, opp_req, opp_node) if len(opp_req) else None
-        bound: list[tuple[int, int, int, int]] = []
-        if self.models is not None and len(req):  # only nodes of a model the task allows
-            req, node = self.models.check(req, node, self._pending_allow(),
-                                          self.cluster.nodes.dirty)
-        if self.gpus is not None and len(req):  # devices first: a gang needs all its own
-            req, node, bound = self.gpus.bind(req, node, self.queue.slots, self.tasks,
-                                              self.cluster.nodes.dirty)
+        # models and devices first: a gang needs all its own
+        req, node, bound = self.gpu_checked(req, node, self.queue.slots)
         if self.gangs is not None and len(req):
             req, node = self.gangs.whole(req, node, self.queue.slots, self.tasks,
                                          self.cluster.nodes.dirty)
@@ -142,9 +137,18 @@ class Operations:
             shed = self.nm.shed(self, at, int(d.opp_queue_limit))
             self._back_to_rm(at, shed)
 
-    def _pending_allow(self: Simulation) -> np.ndarray:
-        """The pending tasks' GPU model masks (queue order)."""
-        return np.take(self.tasks.allow, self.queue.slots)
+    def gpu_checked(self: Simulation, req: np.ndarray, node: np.ndarray, slots: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, int, int]]]:
+        """The placements ``(req, node)`` (``req``: indices into the task ``slots``) whose
+        node has a GPU model the task allows (:mod:`pipeline.sim.models`) and devices that
+        can take its GPU request (:mod:`pipeline.sim.gpus`), with their device bindings;
+        the others are held back and counted."""
+        dirty = self.cluster.nodes.dirty
+        if self.models is not None and len(req):
+            req, node = self.models.check(req, node, slots, self.tasks.allow, dirty)
+        if self.gpus is not None and len(req):
+            return self.gpus.bind(req, node, slots, self.tasks, dirty)
+        return req, node, []
 
     def _pairs(self: Simulation, idx: np.ndarray, node: np.ndarray,
                what: str) -> tuple[np.ndarray, np.ndarray]:

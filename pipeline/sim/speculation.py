@@ -144,10 +144,10 @@ class Speculating:
                               f"row {int(t.row[s])}) {why}")
         copies = self._copy_slots(orig)
         t = self.tasks  # (the table may have grown)
-        keep, bound = self._copies_kept(copies, node)
-        if not keep.all():  # held back: the node's GPU model or devices cannot take it
-            t.release(copies[~keep])
-            orig, copies, node = orig[keep], copies[keep], node[keep]
+        kept, _, bound = self.gpu_checked(np.arange(len(copies)), node, copies)
+        if len(kept) < len(copies):  # held back: the node's GPU model or devices cannot
+            t.release(np.delete(copies, kept))
+            orig, copies, node = orig[kept], copies[kept], node[kept]
         h = self.heap
         h.reserve(int(t.counters[kernels.HEAP_N]), len(copies))
         bad_i, _code = kernels.apply_placements(
@@ -164,28 +164,6 @@ class Speculating:
         if bound:
             self.gpus.commit(bound, t)
         self._link(at, orig, copies, node)
-
-    def _copies_kept(self: Simulation, copies: np.ndarray, node: np.ndarray
-                     ) -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:
-        """Which copies may start on their nodes, as for any placement: the node's GPU
-        model is one the task allows (:mod:`pipeline.sim.models`) and its devices can take
-        the GPU request (:mod:`pipeline.sim.gpus`, whose bindings are returned); the others
-        are held back and counted."""
-        keep = np.ones(len(copies), dtype=np.bool_)
-        dirty = self.cluster.nodes.dirty
-        if self.models is not None:
-            at = np.arange(len(copies))
-            kept, _ = self.models.check(at, node, self.tasks.allow[copies], dirty)
-            keep[:] = False
-            keep[kept] = True
-        bound: list[tuple[int, int, int, int]] = []
-        if self.gpus is not None and keep.any():
-            idx = np.flatnonzero(keep)
-            kept, _, bound = self.gpus.bind(np.arange(len(idx)), node[idx], copies[idx],
-                                            self.tasks, dirty)
-            keep[:] = False
-            keep[idx[kept]] = True
-        return keep, bound
 
     def _copy_slots(self: Simulation, orig: np.ndarray) -> np.ndarray:
         """New slots holding copies of tasks ``orig`` (pending, ready to be placed)."""

@@ -138,7 +138,7 @@ def test_the_core_holds_back_a_placement_on_another_model(tmp_path: Path) -> Non
 
     models = GpuModels(np.array([1, 2], np.int64), np.ones((2, 3)))
     dirty = np.zeros(2, np.bool_)
-    req, node = models.check(np.array([0, 1, 2]), np.array([0, 0, 1]),
+    req, node = models.check(np.array([0, 1, 2]), np.array([0, 0, 1]), np.arange(3),
                              np.array([2, 0, 1], np.int64), dirty)
     assert req.tolist() == [1] and node.tolist() == [0]
     assert models.held == 2 and dirty.tolist() == [True, True]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.policies.treap import may_use
+from pipeline.policies.models import may_use
 
 SAMPLE_TASKS = 100  # tasks whose mean request sets the default slot
 FIT_SLACK = 1e-9  # the core's relative slack for float drift (pipeline.sim.cluster.FIT_EPS)

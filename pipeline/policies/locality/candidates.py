@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.policies.treap import may_use
+from pipeline.policies.models import may_use
 
 NODE, RACK, ANY = 0, 1, 2
 
