@@ -430,7 +430,9 @@ class Simulation(Operations, Speculating, Contended):
             t.recorded_node[slots] = b.recorded_node[local]
         if b.inputs is not None:
             t.inp[slots] = b.inputs[local]
-            t.flags[slots[b.has_inputs[local]]] |= HAS_INPUTS
+            has = b.has_inputs[local]
+            t.flags[slots[has]] |= HAS_INPUTS
+            t.inputs_on = t.inputs_on or bool(has.any())
         if b.input_mb is not None:
             t.input_mb[slots] = b.input_mb[local]
         if b.deps or b.task_id:

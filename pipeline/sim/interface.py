@@ -230,6 +230,8 @@ class _TaskColumns:
         data?" at every call reads one column, not eight)."""
         if "inputs" in self.__dict__:
             return readonly(self.__dict__["inputs"][:, 0] >= 0)
+        if not getattr(self._t, "inputs_on", True):  # no task of the run has said where
+            return readonly(np.zeros(len(self._slots), dtype=bool))
         return readonly(np.take(self._t.inp[:, 0], self._slots) >= 0)  # type: ignore[attr-defined]
 
     @cached_property

@@ -115,6 +115,7 @@ class TaskTable:
     def __init__(self, capacity: int = 1024) -> None:
         self.capacity = 0
         self.extras_on = False
+        self.inputs_on = False  # some task of the run said where its input is
         for name, (dtype, shape, fill) in _TASK_FIELDS.items():
             setattr(self, name, np.full((0, *shape), fill, dtype=dtype))
         self.free_stack = np.zeros(0, dtype=np.int64)

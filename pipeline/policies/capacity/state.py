@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from pipeline.policies.capacity.formulas import am_limit, max_applications
 from pipeline.policies.queues.tree import QueueTree
@@ -19,13 +20,31 @@ from pipeline.sim.interface import NodeView
 
 
 def up_resources(nodes: NodeView) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(cluster total, largest node, free room) over the up nodes, one gather per call."""
-    up = np.flatnonzero(nodes.up)
-    if not len(up):
+    """(cluster total, largest node, free room) over the up nodes, one compiled pass per
+    call (the same row-by-row sums numpy's ``sum(axis=0)`` makes, so the same bits)."""
+    total, largest, free = np.zeros(3), np.full(3, -np.inf), np.zeros(3)
+    if not _up_sums(nodes.state, nodes.cap, nodes.alloc, total, largest, free):
         return np.zeros(3), np.full(3, np.inf), np.zeros(3)
-    caps = np.take(nodes.cap, up, axis=0)
-    free = np.maximum(caps - np.take(nodes.alloc, up, axis=0), 0.0).sum(axis=0)
-    return caps.sum(axis=0), caps.max(axis=0), free
+    return total, largest, free
+
+
+@njit(cache=True)
+def _up_sums(state: np.ndarray, cap: np.ndarray, alloc: np.ndarray, total: np.ndarray,
+             largest: np.ndarray, free: np.ndarray) -> int:
+    """Accumulate the up nodes' capacity, largest capacity and free room; count them."""
+    n = 0
+    for i in range(len(state)):
+        if state[i] != 2:
+            continue
+        n += 1
+        for r in range(3):
+            c = cap[i, r]
+            total[r] += c
+            if c > largest[r]:
+                largest[r] = c
+            room = c - alloc[i, r]
+            free[r] += room if room > 0.0 else 0.0
+    return n
 
 
 def dense_sum(keys: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
