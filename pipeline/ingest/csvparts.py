@@ -190,6 +190,8 @@ def _check_mandatory(
 def _check_values(frame: pl.DataFrame, table: RawTable, ledger: Ledger, rel: str
                   ) -> pl.DataFrame:
     """Reject rows with a nan/inf float or a negative value where the schema forbids one."""
+    if frame.is_empty() or not _may_flag(frame, table):
+        return frame
     checks = [
         (pl.col(c.name).is_nan() | pl.col(c.name).is_infinite()).fill_null(False)
         .alias(f"not_finite:{c.name}") for c in table.columns if c.dtype == FLOAT
@@ -203,6 +205,20 @@ def _check_values(frame: pl.DataFrame, table: RawTable, ledger: Ledger, rel: str
     if not flags.select(pl.any_horizontal(pl.all()).any()).item():
         return frame
     return frame.filter(~_reject_flagged(frame, flags, table, ledger, rel))
+
+
+def _may_flag(frame: pl.DataFrame, table: RawTable) -> bool:
+    """Whether :func:`_check_values` may flag a row, from one scalar per column.
+
+    A float column's sum is NaN or infinite whenever it holds a NaN or an infinity (and, in
+    theory, when finite values overflow: then the exact row checks run and find nothing);
+    a column below zero has a negative minimum.  Cheaper than a flag per row and column,
+    which is only computed when this says so.
+    """
+    summary = [~pl.col(c.name).sum().is_finite() for c in table.columns if c.dtype == FLOAT]
+    summary += [(pl.col(c.name).min() < 0).fill_null(False)
+                for c in table.columns if c.nonnegative]
+    return bool(summary) and bool(frame.select(pl.any_horizontal(summary)).item())
 
 
 def _reject_flagged(frame: pl.DataFrame, flags: pl.DataFrame, table: RawTable, ledger: Ledger,

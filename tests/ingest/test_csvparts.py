@@ -37,3 +37,24 @@ def test_blocks_match_whole_file(tmp_path: Path, compress: bool) -> None:
         "t": {"wrong_column_count": 1, "bad_number:a": 1}}
     assert l1.input_rows["t"] == 2000 and s1[0].sha256 == s2[0].sha256
     assert s1[0].bytes == path.stat().st_size
+
+
+CHECKED = RawTable("v", "v*.csv*", (Column("a", INT, True, nonnegative=True),
+                                    Column("b", FLOAT, nonnegative=True), Column("c", FLOAT)))
+
+
+@pytest.mark.parametrize(("bad", "reason"), [
+    ("1,nan,0.5", "not_finite:b"), ("1,0.5,inf", "not_finite:c"),
+    ("1,0.5,-inf", "not_finite:c"), ("-1,0.5,0.5", "negative_value:a"),
+    ("1,-0.5,0.5", "negative_value:b"), ("1,1e308,1e308", None),
+])
+def test_value_checks_find_the_one_bad_row(tmp_path: Path, bad: str, reason: str | None
+                                           ) -> None:
+    """The summary that skips the row-by-row checks never hides a bad row (and finite
+    values whose sum overflows are not rejected)."""
+    lines = ["3,0.25,-2.5"] * 50 + [bad] + ["3,1e308,0.0"] * 3
+    (tmp_path / "v.csv").write_text("\n".join(lines) + "\n")
+    ledger = Ledger()
+    frame = pl.concat([f for _, f in iter_parts(tmp_path, CHECKED, ledger, [])])
+    assert ledger.rows_rejected.get("v", {}) == ({reason: 1} if reason else {})
+    assert frame.height == len(lines) - (1 if reason else 0)

@@ -9,7 +9,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.ingest.google2011.emitted import RECORD, EmittedSpill
+from pipeline.ingest.google2011.emitted import RECORD, EmittedSpill, submit_order
 
 
 def records(submit: np.ndarray, job: np.ndarray, index: np.ndarray) -> dict[str, np.ndarray]:
@@ -63,3 +63,18 @@ def test_buckets_come_back_sorted_with_incarnations(
         assert got["cpu_used"].to_list() == want["cpu_used"].to_list()
     else:
         assert got["cpu_used"].is_nan().all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from([0, 7, -3, 2**50, -(2**50)]),
+                          st.integers(0, 4), st.integers(0, 2)), min_size=0, max_size=80))
+def test_submit_order_is_the_multi_column_sort(rows: list[tuple[int, int, int, int]]) -> None:
+    """Stable numpy passes give polars' (submit_s, job, index, incarnation) order, also for job
+    ids too large to pair with the index in one integer."""
+    frame = pl.DataFrame(rows, schema={"submit_s": pl.Float64, "job_id": pl.Int64,
+                                       "task_index": pl.Int64, "incarnation": pl.Int64},
+                         orient="row").with_row_index("row")
+    want = frame.sort("submit_s", "job_id", "task_index", "incarnation", "row")["row"]
+    got = submit_order(*(frame[c].to_numpy() for c in
+                         ("submit_s", "job_id", "task_index", "incarnation")))
+    assert got.tolist() == want.to_list()

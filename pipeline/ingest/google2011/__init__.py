@@ -151,12 +151,7 @@ def _task_events(
         _count_reasons(ledger, reasons)
         _emit(spill, records, scratch / "prio" / f"prio-{k:05d}.parquet")
         seen.update(frame["machine_id"].drop_nulls().unique().to_list())
-        frame.filter(pl.col("user").is_not_null()).group_by("job_id").agg(
-            t=seconds(pl.col("time")).min(), user=pl.col("user").first(),
-            sched_class=pl.col("sched_class").first(),
-        ).with_columns(is_submit=pl.lit(False), name=pl.lit(None, pl.String),
-                       from_job_events=pl.lit(False)).write_parquet(
-            scratch / "jobs" / f"task-{k:05d}.parquet")
+        _task_job_facts(frame).write_parquet(scratch / "jobs" / f"task-{k:05d}.parquet")
     _emit(spill, ts.flush(state, window_end if censor_at is None else censor_at),
           scratch / "prio" / "prio-end.parquet")
     for code, note in enumerate(ts.TASK_NOTES):
@@ -168,16 +163,40 @@ def _task_events(
     return seen, window_end
 
 
-def _arrays(frame: pl.DataFrame) -> dict[str, np.ndarray]:
-    """The event columns as contiguous numpy arrays (absent ints -> -1, floats -> NaN)."""
-    cols = frame.select(
-        time=seconds(pl.col("time")), job_id=pl.col("job_id"),
-        task_index=pl.col("task_index"), machine_id=pl.col("machine_id").fill_null(-1),
-        event_type=pl.col("event_type"), priority=pl.col("priority"),
-        sched_class=pl.col("sched_class").fill_null(-1),
-        cpu=pl.col("cpu").fill_null(float("nan")), mem=pl.col("mem").fill_null(float("nan")),
+def _task_job_facts(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per job of a time-ordered task_events part: its first row that names a user.
+
+    The same facts as grouping by job (earliest time, first user and scheduling class), but
+    the user strings are gathered only for those rows, not hashed for every row: in a
+    time-ordered part the first such row of a job holds the job's earliest time.
+    """
+    user = pl.col("user")
+    first = user.is_not_null() & pl.when(user.is_not_null()).then(
+        pl.col("job_id")).is_first_distinct()
+    return frame.filter(first).select(
+        "job_id", t=seconds(pl.col("time")), user=user, sched_class=pl.col("sched_class"),
+        is_submit=pl.lit(False), name=pl.lit(None, pl.String), from_job_events=pl.lit(False),
     )
-    return {name: np.ascontiguousarray(cols[name].to_numpy()) for name in cols.columns}
+
+
+def _arrays(frame: pl.DataFrame) -> dict[str, np.ndarray]:
+    """The event columns as contiguous numpy arrays (absent ints -> -1, floats -> NaN).
+
+    Columns without nulls are handed over without a copy (polars' own arithmetic turns
+    times into seconds: numpy's division rounds some of them differently).
+    """
+    def column(name: str, absent: float) -> np.ndarray:
+        series = frame[name]
+        if series.null_count():
+            series = series.fill_null(absent)
+        return np.ascontiguousarray(series.to_numpy())
+
+    arrays = {"time": np.ascontiguousarray(seconds(frame["time"]).to_numpy())}  # no query plan
+    for name in ("job_id", "task_index", "machine_id", "event_type", "priority", "sched_class"):
+        arrays[name] = column(name, -1)
+    for name in ("cpu", "mem"):
+        arrays[name] = column(name, float("nan"))
+    return arrays
 
 
 def _count_reasons(ledger: Ledger, reasons: np.ndarray) -> None:

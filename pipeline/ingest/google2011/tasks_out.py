@@ -72,12 +72,17 @@ def write_tasks(spill: EmittedSpill, out: Path, emitted_dir: Path | None = None)
 
 
 def _canonical(frame: pl.DataFrame) -> pa.Table:
-    """One sorted bucket as canonical task columns."""
-    job, index = pl.col("job_id").cast(pl.String), pl.col("task_index").cast(pl.String)
-    suffix = pl.when(pl.col("incarnation") > 0).then(
-        pl.lit(".") + pl.col("incarnation").cast(pl.String)).otherwise(pl.lit(""))
-    return frame.select(
-        task_id=pl.concat_str(job, pl.lit("-"), index, suffix), job_id=job,
+    """One sorted bucket as canonical task columns.
+
+    The job id is turned into text once (for ``job_id`` and ``task_id``), and the ``.N``
+    suffix is only built for a bucket holding an incarnation above 0.
+    """
+    task = pl.concat_str(pl.col("job"), pl.lit("-"), pl.col("task_index").cast(pl.String))
+    if (frame["incarnation"] > 0).any():
+        task = pl.concat_str(task, pl.when(pl.col("incarnation") > 0).then(
+            pl.lit(".") + pl.col("incarnation").cast(pl.String)).otherwise(pl.lit("")))
+    return frame.lazy().with_columns(job=pl.col("job_id").cast(pl.String)).select(
+        task_id=task, job_id="job",
         submit_s="submit_s", duration_s="duration_s", cpu="cpu", mem="mem", gpu=pl.lit(0.0),
         cpu_used=pl.col("cpu_used").fill_nan(None), mem_used=pl.col("mem_used").fill_nan(None),
         priority=pl.col("priority").cast(pl.Int32),
@@ -88,4 +93,4 @@ def _canonical(frame: pl.DataFrame) -> pa.Table:
         recorded_machine_id=pl.when(pl.col("recorded_machine") >= 0).then(
             pl.col("recorded_machine").cast(pl.String)),
         recorded_start_s="recorded_start_s",
-    ).to_arrow()
+    ).collect().to_arrow()
