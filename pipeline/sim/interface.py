@@ -232,7 +232,8 @@ class _TaskColumns:
             return readonly(self.__dict__["inputs"][:, 0] >= 0)
         if not getattr(self._t, "inputs_on", True):  # no task of the run has said where
             return readonly(np.zeros(len(self._slots), dtype=bool))
-        return readonly(np.take(self._t.inp[:, 0], self._slots) >= 0)  # type: ignore[attr-defined]
+        # a fancy index, not np.take: np.take copies a strided column whole first
+        return readonly(self._t.inp[self._slots, 0] >= 0)  # type: ignore[attr-defined]
 
     @cached_property
     def gang(self) -> np.ndarray:

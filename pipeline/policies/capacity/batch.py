@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipeline.policies.capacity.prepare import alive_jobs, distinct, member
+from pipeline.policies.capacity.prepare import alive_counts, keep_waiting, member
 from pipeline.policies.capacity.state import am_limits, dense_sum
 
 if TYPE_CHECKING:
@@ -43,13 +43,11 @@ def admission(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray, run_job:
     pending requests that can be served (see :func:`startable`)."""
     tree, s = p.tree_, p.settings_
     n_leaves, n_users = tree.n_leaves, p.weights_.shape[1]
-    alive = np.empty(len(run_job) + len(jobs), dtype=np.int64)
-    alive = alive[:alive_jobs(run_job, jobs, p.started_, p.mark_, alive)]
-    alive_leaf = np.take(p.job_leaf_, alive)
-    am_used = dense_sum(alive_leaf, np.take(p.am_req_, alive, axis=0), n_leaves)
-    leaf_apps = np.bincount(alive_leaf, minlength=n_leaves).astype(np.int64)
-    pair_apps = np.bincount(np.take(p.job_pair_, alive),
-                            minlength=n_leaves * n_users).astype(np.int64)
+    am_used = np.zeros((n_leaves, 3))
+    leaf_apps = np.zeros(n_leaves, dtype=np.int64)
+    pair_apps = np.zeros(n_leaves * n_users, dtype=np.int64)
+    alive_counts(run_job, jobs, p.started_, p.job_leaf_, p.job_pair_, p.am_req_, p.mark_,
+                 am_used, leaf_apps, pair_apps)
     q_guar, q_max = p.caps_.effective(0, cluster, p.calc_)
     app_max, user_app_max = p.app_limits(cluster[None, :], [q_guar])
     am_limit = am_limits(s, q_max[tree.leaves], p.minimum_, "dominant" if p.calc_ else "default")
@@ -120,7 +118,7 @@ def app_blocks(p: CapacityScheduler, req: np.ndarray, jobs: np.ndarray, leaf: np
     sorted_leaf = p.job_leaf_[sorted_jobs]
     leaf_app_lo = np.searchsorted(sorted_leaf, np.arange(n_leaves)).astype(np.int64)
     leaf_app_hi = np.searchsorted(sorted_leaf, np.arange(n_leaves), side="right")
-    pend_mem = (np.add.reduceat(np.take(req[:, 1], req_idx), app_lo) if len(req_idx)
+    pend_mem = (np.add.reduceat(req[req_idx, 1], app_lo) if len(req_idx)
                 else np.zeros(0))
     return (req_idx, app_lo, app_hi, sorted_jobs, leaf_app_lo,
             leaf_app_hi.astype(np.int64), pend_mem)
@@ -150,13 +148,11 @@ def startable(p: CapacityScheduler, jobs: np.ndarray, leaf_apps: np.ndarray,
     closed leaf cannot get a container in this call; dropping them early keeps a long
     backlog from being sorted at every call.
     """
-    started = np.take(p.started_, jobs)
-    keep = started | ~closed
-    waiting = keep & ~started
-    if not waiting.any():
-        return keep
+    keep = np.empty(len(jobs), dtype=np.bool_)
     cand = np.empty(len(jobs), dtype=np.int64)
-    cand = cand[:distinct(jobs, waiting, p.mark_, cand)]
+    cand = cand[:keep_waiting(jobs, p.started_, closed, p.mark_, keep, cand)]
+    if not len(cand):
+        return keep
     cand_leaf = p.job_leaf_[cand]
     room = np.maximum(app_max - leaf_apps, 0)
     if (np.bincount(cand_leaf, minlength=len(room)) <= room).all():
@@ -165,7 +161,7 @@ def startable(p: CapacityScheduler, jobs: np.ndarray, leaf_apps: np.ndarray,
     cand, cand_leaf = cand[order], cand_leaf[order]
     within = np.arange(len(cand)) - np.searchsorted(cand_leaf, cand_leaf)
     ok = member(jobs, cand[within < room[cand_leaf]], p.mark_)
-    return started | (keep & ok)
+    return np.take(p.started_, jobs) | (keep & ok)
 
 
 def applications(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray,

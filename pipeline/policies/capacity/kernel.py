@@ -39,18 +39,46 @@ def greater(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calc: int) -> boo
     """``Resources.greaterThan``: memory, or shares compared largest first (DRC)."""
     if calc == 0:
         return a[1] > b[1] + EPS
-    sa = np.zeros(3)
-    sb = np.zeros(3)
-    for r in range(3):
-        if cluster[r] > 0:
-            sa[r] = a[r] / cluster[r]
-            sb[r] = b[r] / cluster[r]
-    sa = -np.sort(-sa)
-    sb = -np.sort(-sb)
+    return _shares_greater(a[0], a[1], a[2], b[0], b[1], b[2], cluster)
+
+
+@njit(cache=True)
+def _share(x: float, total: float) -> float:
+    return x / total if total > 0 else 0.0
+
+
+@njit(cache=True)
+def _descending(x: float, y: float, z: float) -> tuple[float, float, float]:
+    """Three numbers largest first (a sorting network: no array, no allocation)."""
+    if x < y:
+        x, y = y, x
+    if y < z:
+        y, z = z, y
+    if x < y:
+        x, y = y, x
+    return x, y, z
+
+
+@njit(cache=True)
+def _shares_greater(a0: float, a1: float, a2: float, b0: float, b1: float, b2: float,
+                    cluster: np.ndarray) -> bool:
+    """DRC's comparison of two vectors given by their entries: the shares of the cluster,
+    largest first, compared in turn (the first that differs decides)."""
+    sa = _descending(_share(a0, cluster[0]), _share(a1, cluster[1]), _share(a2, cluster[2]))
+    sb = _descending(_share(b0, cluster[0]), _share(b1, cluster[1]), _share(b2, cluster[2]))
     for r in range(3):
         if abs(sa[r] - sb[r]) > EPS:
             return sa[r] > sb[r]
     return False
+
+
+@njit(cache=True)
+def _sum_greater(a: np.ndarray, r: np.ndarray, b: np.ndarray, cluster: np.ndarray,
+                 calc: int) -> bool:
+    """``greater(a + r, b)`` without building ``a + r``."""
+    if calc == 0:
+        return a[1] + r[1] > b[1] + EPS
+    return _shares_greater(a[0] + r[0], a[1] + r[1], a[2] + r[2], b[0], b[1], b[2], cluster)
 
 
 @njit(cache=True)
@@ -70,11 +98,21 @@ def ratio(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calc: int) -> float
 @njit(cache=True)
 def _round(x: np.ndarray, minimum: np.ndarray, calc: int, up: bool) -> np.ndarray:
     out = x.copy()
+    _round_into(x, minimum, calc, up, out)
+    return out
+
+
+@njit(cache=True)
+def _round_into(x: np.ndarray, minimum: np.ndarray, calc: int, up: bool,
+                out: np.ndarray) -> None:
+    """``x`` rounded to multiples of the minimum allocation (memory only with the default
+    calculator), written to ``out`` (which may be ``x``)."""
     for r in range(3):
         if minimum[r] > 0 and (calc == 1 or r == 1):
             q = x[r] / minimum[r]
             out[r] = (np.ceil(q - EPS) if up else np.floor(q + EPS)) * minimum[r]
-    return out
+        else:
+            out[r] = x[r]
 
 
 @njit(cache=True)
@@ -82,22 +120,47 @@ def user_limit(cap: np.ndarray, queue_used: np.ndarray, active_used: np.ndarray,
                active_w: float, mulp: float, ulf: float, qmax: np.ndarray,
                minimum: np.ndarray, cluster: np.ndarray, calc: int) -> np.ndarray:
     """``UsersManager.computeUserLimit`` (active users); see formulas.user_limit."""
-    c = minimum.copy() if greater(minimum, cap, cluster, calc) else cap.copy()
-    current = c.copy() if greater(c, queue_used, cluster, calc) else queue_used + minimum
-    by_users = (active_used + minimum) / max(active_w, EPS)
-    by_pct = current * (mulp / 100.0)
+    out = np.empty(3)
+    user_limit_into(cap, queue_used, active_used, active_w, mulp, ulf, qmax, minimum,
+                    cluster, calc, np.empty((5, 3)), out)
+    return out
+
+
+@njit(cache=True)
+def user_limit_into(cap: np.ndarray, queue_used: np.ndarray, active_used: np.ndarray,
+                    active_w: float, mulp: float, ulf: float, qmax: np.ndarray,
+                    minimum: np.ndarray, cluster: np.ndarray, calc: int, scratch: np.ndarray,
+                    out: np.ndarray) -> None:
+    """:func:`user_limit` written to ``out``, with ``scratch`` (5, 3) as working rows (the
+    kernel computes it once per container: no allocation)."""
+    c, current, by_users, by_pct, mx = scratch[0], scratch[1], scratch[2], scratch[3], scratch[4]
+    c[:] = minimum if greater(minimum, cap, cluster, calc) else cap
+    if greater(c, queue_used, cluster, calc):
+        current[:] = c
+    else:
+        for r in range(3):
+            current[r] = queue_used[r] + minimum[r]
+    w = max(active_w, EPS)
+    f = mulp / 100.0
+    for r in range(3):
+        by_users[r] = (active_used[r] + minimum[r]) / w
+        by_pct[r] = current[r] * f
     limit = by_pct if greater(by_pct, by_users, cluster, calc) else by_users
-    mx = qmax.copy() if ulf < 0 else c * ulf
+    if ulf < 0:
+        mx[:] = qmax
+    else:
+        for r in range(3):
+            mx[r] = c[r] * ulf
     if greater(limit, mx, cluster, calc):
         limit = mx
-    return _round(limit, minimum, calc, True)
+    _round_into(limit, minimum, calc, True, out)
 
 
 @njit(cache=True)
 def _fits_path(q: int, r: np.ndarray, q_used: np.ndarray, q_max: np.ndarray,
                q_parent: np.ndarray, cluster: np.ndarray, calc: int) -> bool:
     while q >= 0:
-        if greater(q_used[q] + r, q_max[q], cluster, calc):
+        if _sum_greater(q_used[q], r, q_max[q], cluster, calc):
             return False
         q = q_parent[q]
     return True
@@ -133,8 +196,8 @@ def _can_activate(leaf, p, r, leaf_apps, leaf_max_apps, pair_apps, leaf_user_max
         return False
     if zero_am and am_used[leaf, 0] <= 0 and am_used[leaf, 1] <= 0 and am_used[leaf, 2] <= 0:
         return True
-    return leaf_apps[leaf] == 0 or not greater(am_used[leaf] + r, am_limit[leaf], cluster,
-                                               calc)
+    return leaf_apps[leaf] == 0 or not _sum_greater(am_used[leaf], r, am_limit[leaf], cluster,
+                                                    calc)
 
 
 @njit(cache=True)
@@ -158,9 +221,11 @@ def _pick_leaf(q_alive, q_kids_lo, q_kids, q_used, q_guar, q_prio, q_use_prio, q
 def _choose_app(q, leaf, lim, first, leaf_app_hi, blocked, nxt, app_hi, app_pair, pair_w,
                 pair_used, req, req_idx, app_started, leaf_apps, leaf_max_apps, pair_apps,
                 leaf_user_max_apps, am_used, am_limit, zero_am, free, q_used, q_max, q_parent,
-                leaf_fair, leaf_sbw, app_used_mem, app_demand_mem, cluster, minimum, calc):
+                leaf_fair, leaf_sbw, app_used_mem, app_demand_mem, cluster, minimum, calc,
+                ulim):
     """The application of leaf ``leaf`` that gets the next container (-1: none can);
-    applications that cannot take one in this pass are marked ``blocked``."""
+    applications that cannot take one in this pass are marked ``blocked`` (``ulim``: a
+    scratch row for the user's limit)."""
     chosen = -1
     best_key = np.inf
     while first[leaf] < leaf_app_hi[leaf] and (
@@ -170,7 +235,9 @@ def _choose_app(q, leaf, lim, first, leaf_app_hi, blocked, nxt, app_hi, app_pair
         if blocked[a] or nxt[a] >= app_hi[a]:
             continue
         p = app_pair[a]
-        ulim = _round(lim * pair_w[p], minimum, calc, False)
+        for k in range(3):
+            ulim[k] = lim[k] * pair_w[p]
+        _round_into(ulim, minimum, calc, False, ulim)
         if greater(pair_used[p], ulim, cluster, calc):
             continue  # user over its limit (a '>' check: at the limit may still take one)
         r = req[req_idx[nxt[a]]]
@@ -237,6 +304,8 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
                 q_alive[q] = True
                 q = q_parent[q]
     blocked = np.zeros(len(app_lo), dtype=np.bool_)
+    scratch = np.empty((7, 3))  # working rows: no allocation per container
+    lim, ulim = scratch[5], scratch[6]
     nxt = app_lo.copy() if nd < 0 else nxt_all
     first = leaf_app_lo.copy()  # apps before it are done or blocked (skipped for speed)
     n = 0
@@ -246,8 +315,9 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
         if q < 0:
             break
         leaf = q_leaf[q]
-        lim = user_limit(leaf_cap[leaf], q_used[q], leaf_active_used[leaf], leaf_active_w[leaf],
-                         leaf_mulp[leaf], leaf_ulf[leaf], leaf_max[leaf], minimum, cluster, calc)
+        user_limit_into(leaf_cap[leaf], q_used[q], leaf_active_used[leaf],
+                        leaf_active_w[leaf], leaf_mulp[leaf], leaf_ulf[leaf], leaf_max[leaf],
+                        minimum, cluster, calc, scratch, lim)
         i = -1
         typ = -1
         while True:
@@ -256,7 +326,7 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
                                  leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
                                  am_used, am_limit, zero_am, free, q_used, q_max, q_parent,
                                  leaf_fair, leaf_sbw, app_used_mem, app_demand_mem, cluster,
-                                 minimum, calc)
+                                 minimum, calc, ulim)
             if nd < 0 or chosen < 0:
                 break
             # a heartbeat: the gate picks the application's request, or it lets the node pass

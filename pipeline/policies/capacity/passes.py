@@ -40,7 +40,7 @@ from pipeline.policies.capacity.batch import active_users, app_blocks, startable
 from pipeline.policies.capacity.kernel import allocate
 from pipeline.policies.capacity.pending import leaf_pending
 from pipeline.policies.capacity.preemption import PartitionRound
-from pipeline.policies.capacity.prepare import alive_jobs, scan_pending, scan_running_parts
+from pipeline.policies.capacity.prepare import alive_counts, scan_pending, scan_running_parts
 from pipeline.policies.capacity.state import am_limits, dense_sum, up_resources
 from pipeline.policies.locality.gate import no_offer
 from pipeline.policies.models import pending_allow
@@ -64,14 +64,13 @@ class _Call:
         self.part = np.take(p.job_part_, jobs)
         self.q_used = np.stack([p.paths_ @ pair_used[x].reshape(n_l, n_users, 3).sum(axis=1)
                                 for x in range(n_p)])
-        alive = np.empty(len(run_job) + len(jobs), dtype=np.int64)
-        alive = alive[:alive_jobs(run_job, jobs, p.started_, p.mark_, alive)]
-        a_leaf, a_part = p.job_leaf_[alive], p.job_part_[alive]
-        self.am_used = dense_sum(a_part * n_l + a_leaf, p.am_req_[alive],
-                                 n_p * n_l).reshape(n_p, n_l, 3)
-        self.leaf_apps = np.bincount(a_leaf, minlength=n_l).astype(np.int64)
-        self.pair_apps = np.bincount(p.job_pair_[alive], minlength=n_l * n_users
-                                     ).astype(np.int64)
+        am_used = np.zeros((n_p * n_l, 3))
+        self.pair_apps = np.zeros(n_l * n_users, dtype=np.int64)
+        key_apps = np.zeros(n_p * n_l, dtype=np.int64)  # per (partition, leaf)
+        alive_counts(run_job, jobs, p.started_, p.job_part_ * n_l + p.job_leaf_, p.job_pair_,
+                     p.am_req_, p.mark_, am_used, key_apps, self.pair_apps)
+        self.am_used = am_used.reshape(n_p, n_l, 3)
+        self.leaf_apps = key_apps.reshape(n_p, n_l).sum(axis=0)
         self.app_max, self.user_app_max = p.app_limits(totals, [e[0] for e in eff])
         self.sel = np.flatnonzero(startable(p, jobs, self.leaf_apps, self.app_max,
                                             self._closed()[self.part, self.leaf]))

@@ -199,7 +199,7 @@ class CapacityScheduler(PolicyBase):
         self.index_ = NodeIndex(cluster.n_nodes)
         self.reserved_ = Reservations(self.minimum_)
         self.started_ = np.zeros(0, dtype=np.bool_)
-        self.mark_ = np.zeros(0, dtype=np.bool_)  # scratch of prepare.alive_jobs
+        self.mark_ = np.zeros(0, dtype=np.bool_)  # scratch of prepare.alive_counts
         self.job_mem_ = np.zeros(0)  # scratch of prepare.scan_running (fair ordering)
         self.first_seen_ = np.zeros(0)
         self.am_req_ = np.zeros((0, 3))

@@ -102,41 +102,65 @@ def scan_running_parts(job, part, req, minimum, calc, first_seen, job_pair, n_pa
 
 
 @njit(cache=True, inline="always")
-def _collect(values, keep, mark, out, n) -> int:
-    """Append to ``out[n:]`` the entries ``values[i]`` with ``keep[i]`` not yet marked."""
+def _count_alive(values, started, job_key, job_pair, am_req, mark, out, n, am_used, key_apps,
+                 pair_apps) -> int:
     for i in range(len(values)):
-        v = values[i]
-        if keep[i] and not mark[v]:
-            mark[v] = True
-            out[n] = v
+        j = values[i]
+        if started[j] and not mark[j]:
+            mark[j] = True
+            out[n] = j
             n += 1
+            k = job_key[j]
+            for r in range(3):
+                am_used[k, r] += am_req[j, r]
+            key_apps[k] += 1
+            pair_apps[job_pair[j]] += 1
     return n
 
 
 @njit(cache=True)
-def alive_jobs(run_job, pend_job, started, mark, out) -> int:
-    """Started applications with a container running or a request pending, each once.
-
-    ``mark`` is a scratch flag per job code, all False on entry and on return.
-    """
-    n = _collect(run_job, started[run_job], mark, out, 0)
-    n = _collect(pend_job, started[pend_job], mark, out, n)
-    mark[out[:n]] = False
-    return n
+def alive_counts(run_job, pend_job, started, job_key, job_pair, am_req, mark, am_used,
+                 key_apps, pair_apps) -> None:
+    """The started applications alive now (a container running or a request pending) summed
+    in one pass, each once: their AM resources and their number per key (``job_key``: the
+    leaf, or partition and leaf), their number per (leaf, user) pair, added to ``am_used``,
+    ``key_apps``, ``pair_apps``.  Sums run in one fixed order (running first, then pending,
+    each job where first seen).  ``mark`` is a scratch flag per job code, all False on entry
+    and on return."""
+    out = np.empty(len(run_job) + len(pend_job), dtype=np.int64)
+    n = _count_alive(run_job, started, job_key, job_pair, am_req, mark, out, 0, am_used,
+                     key_apps, pair_apps)
+    n = _count_alive(pend_job, started, job_key, job_pair, am_req, mark, out, n, am_used,
+                     key_apps, pair_apps)
+    for k in range(n):
+        mark[out[k]] = False
 
 
 @njit(cache=True)
-def distinct(values, mask, mark, out) -> int:
-    """Entries of ``values`` where ``mask`` holds, each once, in first-seen order, to ``out``
-    (``mark``: scratch flags indexed by value, all False on entry and on return)."""
-    n = _collect(values, mask, mark, out, 0)
-    mark[out[:n]] = False
+def keep_waiting(jobs, started, closed, mark, keep, cand) -> int:
+    """Per pending request whether its application is started or its leaf is open
+    (``closed``: per request) to ``keep``; the applications not started with a kept request,
+    each once in first-seen order, to ``cand``; returns how many (``mark`` as in
+    :func:`alive_counts`)."""
+    n = 0
+    for i in range(len(jobs)):
+        j = jobs[i]
+        s = started[j]
+        k = s or not closed[i]
+        keep[i] = k
+        if k and not s and not mark[j]:
+            mark[j] = True
+            cand[n] = j
+            n += 1
+    for k in range(n):
+        mark[cand[k]] = False
     return n
 
 
 @njit(cache=True)
 def member(values, members, mark):
-    """Whether each entry of ``values`` is one of ``members`` (``mark`` as in distinct)."""
+    """Whether each entry of ``values`` is one of ``members`` (``mark`` as in
+    :func:`alive_counts`)."""
     for k in range(len(members)):
         mark[members[k]] = True
     out = np.empty(len(values), dtype=np.bool_)
