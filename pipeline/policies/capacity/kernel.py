@@ -96,13 +96,6 @@ def ratio(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calc: int) -> float
 
 
 @njit(cache=True)
-def _round(x: np.ndarray, minimum: np.ndarray, calc: int, up: bool) -> np.ndarray:
-    out = x.copy()
-    _round_into(x, minimum, calc, up, out)
-    return out
-
-
-@njit(cache=True)
 def _round_into(x: np.ndarray, minimum: np.ndarray, calc: int, up: bool,
                 out: np.ndarray) -> None:
     """``x`` rounded to multiples of the minimum allocation (memory only with the default
