@@ -29,15 +29,9 @@ def _rows2(column: np.ndarray, slots: np.ndarray, out: np.ndarray) -> None:
 
 
 def gather(column: np.ndarray, slots: np.ndarray) -> np.ndarray:
-    """``np.take(column, slots, axis=0)`` for the 1-D or 2-D columns of the task table
+    """``np.take(column, slots, axis=0)`` for the task table's columns, all 1-D or 2-D
     (``slots`` must be valid row numbers: the caller's own slots, not checked here)."""
     out = np.empty((len(slots), *column.shape[1:]), dtype=column.dtype)
-    if len(slots) == 0:
-        return out
-    if column.ndim == 1:
-        _rows1(column, slots, out)
-    elif column.ndim == 2:
-        _rows2(column, slots, out)
-    else:
-        return np.take(column, slots, axis=0)
+    if len(slots):
+        (_rows1 if column.ndim == 1 else _rows2)(column, slots, out)
     return out

@@ -171,8 +171,8 @@ class _TaskColumns:
             raise AttributeError(f"{type(self).__name__} has no column {name!r}")
         if name in self.__dict__:  # already gathered whole
             return readonly(np.take(self.__dict__[name], index, axis=0))
-        slots = np.take(self._slots, np.asarray(index, dtype=np.int64))
-        return readonly(np.take(getattr(self._t, name), slots, axis=0))
+        slots = np.take(self._slots, np.asarray(index, dtype=np.int64))  # checks ``index``
+        return readonly(gather(getattr(self._t, name), slots))
 
     @cached_property
     def req(self) -> np.ndarray:
@@ -231,7 +231,7 @@ class _TaskColumns:
         data?" at every call reads one column, not eight)."""
         if "inputs" in self.__dict__:
             return readonly(self.__dict__["inputs"][:, 0] >= 0)
-        if not getattr(self._t, "inputs_on", True):  # no task of the run has said where
+        if not self._t.inputs_on:  # type: ignore[attr-defined]  # no task said where
             return readonly(np.zeros(len(self._slots), dtype=bool))
         # a fancy index, not np.take: np.take copies a strided column whole first
         return readonly(self._t.inp[self._slots, 0] >= 0)  # type: ignore[attr-defined]
