@@ -41,17 +41,24 @@ def locality_of(rows, inputs, nd, rack, n_rack):
 
 
 @njit(cache=True)
-def first_usable(cur, k, hi, by_job, done, ready, req, free, nd, tau, allow, bits):
+def first_usable(cur, k, hi, by_job, done, ready, req, free, nd, tau, allow, bits, lb):
     """First task in ``by_job[cur[k]:hi]`` not done, ready at ``tau`` and fitting ``nd``
-    (-1 if none); ``cur[k]`` first moves past the done ones."""
+    (-1 if none); ``cur[k]`` first moves past the done ones.  When there is none, ``lb[k]``
+    becomes the earliest ready time of the tasks left (inf: none): until then no task of
+    the range can be usable, so the caller skips the scan (heartbeats come in time order)."""
     q = cur[k]
     while q < hi and done[by_job[q]]:
         q += 1
     cur[k] = q
+    nxt = np.inf
     for q in range(cur[k], hi):
         i = by_job[q]
-        if not done[i] and ready[i] <= tau and usable(i, req, free, nd, allow, bits):
+        if done[i]:
+            continue
+        if ready[i] <= tau and usable(i, req, free, nd, allow, bits):
             return i
+        nxt = min(nxt, ready[i])
+    lb[k] = nxt
     return -1
 
 

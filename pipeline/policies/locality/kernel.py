@@ -35,6 +35,9 @@ no work).  A heartbeat at which every waiting job would be skipped (no task with
 none local to the node nor, for jobs allowed rack-local, to its rack, and no job past its
 delay) is counted once for all of them instead of visiting each (:func:`_deadline`): the
 same decisions, at a cost per heartbeat that does not grow with the number of waiting jobs.
+Likewise, a heartbeat ends at once when no pending task is ready yet and no job is due a
+visit, and a job's tasks are scanned again only once one of them can be ready
+(:func:`~pipeline.policies.locality.candidates.first_usable` keeps that time).
 """
 
 from __future__ import annotations
@@ -165,6 +168,12 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
         job_hi[k] = q + 1
     cur_free = job_lo.copy()  # cursors past done tasks: without inputs, with inputs
     cur_in = job_mid.copy()
+    # no task of the range is usable before these times (first_usable), and the
+    # tasks by ready time, for "is any task ready at all?" (``nxt``: past the done ones)
+    lb_free = np.full(n_j, -np.inf)
+    lb_in = np.full(n_j, -np.inf)
+    by_ready = np.argsort(ready, kind="mergesort")
+    nxt = 0
     node_ptr, node_lst = csr(n_nodes, inputs, inputs.shape[1])
     n_racks = int(n_rack.max()) + 1 if n_nodes else 0
     if mode == 1 and n_racks > 0:
@@ -227,6 +236,7 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
     by_first = np.argsort(first_in)  # jobs become waiting (visitable) in this order
     eligible = np.zeros(n_j, np.bool_)
     n_elig = 0
+    n_visit = 0  # eligible jobs with tasks with inputs left: they are visited
     acc = 0.0
     a_res = np.zeros(n_j)
     prev = 0  # the previous heartbeat with room: 1 visited the jobs, 2 skipped them all
@@ -250,6 +260,7 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
             eligible[k] = True
             a_res[k] = acc
             n_elig += 1
+            n_visit += n_in[k] > 0
             if prev == 2:  # in a run of skipped heartbeats: it joins with its own deadline
                 j = order[k]
                 if mode == 0:
@@ -283,6 +294,10 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 break
             if use_shapes and not room_for_any(shapes, shape_left, free, nd):
                 break
+            while nxt < n_p and done[by_ready[nxt]]:
+                nxt += 1
+            if n_visit == 0 and (nxt == n_p or ready[by_ready[nxt]] > tau):
+                break  # no task is ready and no job would be visited: nothing changes
             n_t = best_in(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, req, free,
                            nd, tau, job, slot, local_best, touched, 0, allow, bits)
             n_tr = -1  # rack candidates: computed on first need
@@ -293,9 +308,9 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 if local_best[k] >= 0:
                     chosen, got = local_best[k], NODE
                     break
-                if n_free[k] > 0 and fits(min_free[k], free, nd):
-                    i = first_usable(cur_free, k, job_mid[k], by_job, done, ready, req, free, nd,
-                               tau, allow, bits)
+                if n_free[k] > 0 and lb_free[k] <= tau and fits(min_free[k], free, nd):
+                    i = first_usable(cur_free, k, job_mid[k], by_job, done, ready, req, free,
+                                     nd, tau, allow, bits, lb_free)
                     if i >= 0:
                         chosen, got = i, -1
                         break
@@ -324,10 +339,10 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                         mark[k] = n_hb - 1
                         continue
                 # may run a task anywhere: the first of its tasks that fits this node
-                if not fits(min_in[k], free, nd):
+                if lb_in[k] > tau or not fits(min_in[k], free, nd):
                     continue
                 i = first_usable(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau,
-                                 allow, bits)
+                                 allow, bits, lb_in)
                 if i >= 0:
                     chosen, got = i, locality_of(i, inputs, nd, rack, n_rack)
                     break
@@ -350,6 +365,7 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 shape_left[shape_of[chosen]] -= 1
             if has_in[chosen]:
                 n_in[slot[j]] -= 1
+                n_visit -= eligible[slot[j]] and n_in[slot[j]] == 0
             else:
                 n_free[slot[j]] -= 1
                 free_left -= 1
