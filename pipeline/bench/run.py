@@ -33,11 +33,12 @@ def peak_rss_mb() -> float:
 
 
 def warm_up(policy: str, params: dict[str, Any], seed: int, cluster: str,
-            cluster_options: dict[str, Any], workdir: Path) -> float:
+            cluster_options: dict[str, Any], workdir: Path, gpu: bool = False) -> float:
     """Replay a tiny workload once (numba loads its compiled kernels from the cache once per
-    process); return the seconds it took."""
+    process), with GPUs when the measured one has them (GPU policies need GPU machines);
+    return the seconds it took."""
     started = time.perf_counter()
-    tiny = synthetic_workload(workdir / "tiny", 20, 200, seed)
+    tiny = synthetic_workload(workdir / "tiny", 20, 200, seed, gpu=gpu)
     replay(tiny, policy, params, seed, workdir / "tiny-run", cluster=cluster,
            cluster_options=cluster_options, drain=True)
     return time.perf_counter() - started
@@ -53,7 +54,7 @@ def bench(policy: str, machines: int = 12_500, tasks: int = 1_000_000, seed: int
     params = given
     with tempfile.TemporaryDirectory(dir=workdir, prefix="tracereplay-bench-") as tmp:
         trace = synthetic_workload(Path(tmp) / "trace", machines, tasks, seed, gpu=gpu)
-        startup = warm_up(policy, params, seed, cluster, cluster_options, Path(tmp))
+        startup = warm_up(policy, params, seed, cluster, cluster_options, Path(tmp), gpu)
         started = time.perf_counter()
         result = replay(trace, policy, params, seed, Path(tmp) / "run", cluster=cluster,
                         cluster_options=cluster_options, drain=True)
@@ -65,10 +66,8 @@ def bench(policy: str, machines: int = 12_500, tasks: int = 1_000_000, seed: int
         **({"settings": {**params, **cluster_options}} if params or cluster_options else {}),
         "wall_s": round(wall, 3), "startup_s": round(startup, 3),
         "tasks_per_s": round(tasks / wall, 1),
-        "events_per_s": round(summary["events"] / wall, 1),
-        "sim_s": round(result.run["sim_s"], 3),
-        "sim_tasks_per_s": round(tasks / max(result.run["sim_s"], 1e-9), 1),
-        "events": summary["events"], "scheduling_points": summary["scheduling_points"],
+        **(_replay_figures(summary, result.run["sim_s"], tasks, wall) if "events" in summary
+           else _inflation_figures(summary, wall)),
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "util_alloc_cpu": result.metrics.get("util_alloc_cpu"),
         "tasks_finished": result.metrics.get("tasks_finished"),
@@ -76,6 +75,22 @@ def bench(policy: str, machines: int = 12_500, tasks: int = 1_000_000, seed: int
         # the policy's own wall-clock figures (e.g. quincy's solver and round ms)
         **result.run.get("policy_timings", {}),
     }
+
+
+def _replay_figures(summary: dict[str, Any], sim_s: float, tasks: int,
+                    wall: float) -> dict[str, Any]:
+    """The event-driven replay's figures: events and the simulation core's own time."""
+    return {"events_per_s": round(summary["events"] / wall, 1), "sim_s": round(sim_s, 3),
+            "sim_tasks_per_s": round(tasks / max(sim_s, 1e-9), 1),
+            "events": summary["events"], "scheduling_points": summary["scheduling_points"]}
+
+
+def _inflation_figures(summary: dict[str, Any], wall: float) -> dict[str, Any]:
+    """A GPU placement policy's run is the FGD inflation experiment (pods arrive one by one
+    and never leave, time is ignored): its figures are pods, not events."""
+    pods = summary["pods"] + summary["copies"]
+    return {"experiment": "inflation", "pods": pods, "pods_per_s": round(pods / wall, 1),
+            "pods_placed": summary["placed"], "pods_dropped": summary["dropped"]}
 
 
 def main() -> None:

@@ -80,3 +80,16 @@ def test_bench_scale_bad_setting_is_one_line(setting: str) -> None:
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     assert result.output.strip().splitlines()[-1].startswith("tracereplay: error:")
+
+
+def test_bench_gpu_runs_a_gpu_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bench --gpu`` with a GPU placement policy: its warm-up has GPU machines too, and
+    the figures are the inflation experiment's pods (no events)."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    result = CliRunner().invoke(app, ["bench", "--gpu", "--policy", "fgd", "--machines", "20",
+                                      "--tasks", "300"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.output.splitlines()[-1])
+    assert record["policy"] == "fgd" and record["gpu"] and record["experiment"] == "inflation"
+    assert record["pods"] >= 300
+    assert record["pods_placed"] + record["pods_dropped"] == record["pods"]
