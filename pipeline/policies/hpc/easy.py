@@ -34,7 +34,7 @@ from typing import ClassVar
 import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
-from pipeline.policies.hpc.pool import Pool, jobs_in_queue
+from pipeline.policies.hpc.pool import Pool, backfill_pass, fcfs_pass, job_starts
 from pipeline.policies.models import pending_allow
 from pipeline.sim.interface import Decisions, SchedView
 
@@ -52,56 +52,33 @@ class EasyBackfill(PolicyBase):
 
     def decide(self, view: SchedView) -> Decisions:
         pending, now = view.pending, view.now
-        req = pending.req
+        req = np.asarray(pending.req, np.float64)
         pool = Pool(view.nodes, pending_allow(view))
-        placed: list[int] = []
-        nodes: list[int] = []
-        jobs = jobs_in_queue(pending.gang)
-        head = 0
-        while head < len(jobs):  # FCFS from the head while jobs fit
-            got = pool.place_job(req, jobs[head])
-            if got is None:
-                break
-            placed += jobs[head].tolist()
-            nodes += got
-            head += 1
-        if head < len(jobs) - 1:  # the head waits: backfill behind its reservation
-            self._backfill(view, pool, jobs, head, placed, nodes, now)
-        return Decisions(place_req=np.asarray(placed, np.int64),
-                         place_node=np.asarray(nodes, np.int64))
-
-    def _backfill(self, view: SchedView, pool: Pool, jobs: list[np.ndarray], head: int,
-                  placed: list[int], nodes: list[int], now: float) -> None:
-        pending = view.pending
-        req, requested = pending.req, pending.requested_s
-        ends, cpus = self._planned_ends(view, now, placed, requested)
-        need = float(req[jobs[head], 0].sum())
-        shadow, extra = reservation(pool.free_cpu(), need, ends, cpus)
-        for job in jobs[head + 1:]:
-            size = float(req[job, 0].sum())
-            ends_by_shadow = now + _estimate(requested[job[0]]) <= shadow
-            if not ends_by_shadow and size > extra:
-                continue
-            got = pool.place_job(req, job)
-            if got is None:
-                continue
-            if not ends_by_shadow:
-                extra -= size
-            placed += job.tolist()
-            nodes += got
+        starts = job_starts(pending.gang)
+        rows = np.empty(len(pending), np.int64)
+        nodes = np.empty(len(pending), np.int64)
+        n, head = fcfs_pass(pool.free, req, starts, pool.allow, pool.bits, rows, nodes)
+        if head < len(starts) - 2:  # the head waits: backfill behind its reservation
+            requested = pending.requested_s
+            ends, cpus = self._planned_ends(view, now, rows[:n], requested)
+            size = job_sizes(req, starts)
+            shadow, extra = reservation(pool.free_cpu(), float(size[head]), ends, cpus)
+            n = backfill_pass(pool.free, req, starts, head, size,
+                              now + _estimates(requested[starts[:-1]]), shadow, extra,
+                              pool.allow, pool.bits, rows, nodes, n)
+        return Decisions(place_req=rows[:n], place_node=nodes[:n])
 
     @staticmethod
-    def _planned_ends(view: SchedView, now: float, placed: list[int],
+    def _planned_ends(view: SchedView, now: float, placed: np.ndarray,
                       requested: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """When each running task (and each task started in this pass) is expected to end,
         and its processors."""
         running = view.running
         ends = [np.maximum(running.start_s + _estimates(running.requested_s), now)]
         cpus = [running.req[:, 0]]
-        if placed:
-            started = np.asarray(placed, np.int64)
-            ends.append(now + _estimates(requested[started]))
-            cpus.append(view.pending.req[started, 0])
+        if len(placed):
+            ends.append(now + _estimates(requested[placed]))
+            cpus.append(view.pending.req[placed, 0])
         return np.concatenate(ends), np.concatenate(cpus)
 
 
@@ -125,8 +102,13 @@ def reservation(free_now: float, need: float, ends: np.ndarray, cpus: np.ndarray
     return float("inf"), 0.0
 
 
-def _estimate(requested: float) -> float:
-    return float(requested) if np.isfinite(requested) and requested > 0 else float("inf")
+def job_sizes(req: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Processors per job (``starts``: :func:`~pipeline.policies.hpc.pool.job_starts`); a
+    gang's are summed as numpy sums them."""
+    size = req[starts[:-1], 0].copy()
+    for k in np.flatnonzero(np.diff(starts) > 1).tolist():
+        size[k] = float(req[np.arange(starts[k], starts[k + 1]), 0].sum())
+    return size
 
 
 def _estimates(requested: np.ndarray) -> np.ndarray:

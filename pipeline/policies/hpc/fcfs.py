@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
-from pipeline.policies.hpc.pool import Pool, jobs_in_queue
+from pipeline.policies.hpc.pool import Pool, fcfs_pass, job_starts
 from pipeline.policies.models import pending_allow
 from pipeline.sim.interface import Decisions, SchedView
 
@@ -32,15 +32,10 @@ class Fcfs(PolicyBase):
     PARAMS: ClassVar[dict[str, Param]] = {}
 
     def decide(self, view: SchedView) -> Decisions:
-        req = view.pending.req
+        pending = view.pending
         pool = Pool(view.nodes, pending_allow(view))
-        placed: list[int] = []
-        nodes: list[int] = []
-        for job in jobs_in_queue(view.pending.gang):
-            got = pool.place_job(req, job)
-            if got is None:
-                break
-            placed += job.tolist()
-            nodes += got
-        return Decisions(place_req=np.asarray(placed, np.int64),
-                         place_node=np.asarray(nodes, np.int64))
+        rows = np.empty(len(pending), np.int64)
+        nodes = np.empty(len(pending), np.int64)
+        n, _ = fcfs_pass(pool.free, np.asarray(pending.req, np.float64),
+                         job_starts(pending.gang), pool.allow, pool.bits, rows, nodes)
+        return Decisions(place_req=rows[:n], place_node=nodes[:n])

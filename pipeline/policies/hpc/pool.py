@@ -9,50 +9,25 @@ and each one takes its room at once, so the next job of the same pass sees what 
 
 from __future__ import annotations
 
-from itertools import pairwise
-
 import numpy as np
+from numba import njit
 
+from pipeline.policies.models import may_use
 from pipeline.sim.interface import NodeView
-from pipeline.sim.models import may_run
 
 SLACK = 1e-9  # the core's relative slack on capacity checks
 
 
 class Pool:
-    """Free capacity of the up nodes during one pass, updated as jobs are placed."""
+    """Free capacity of the up nodes during one pass, updated as jobs are placed (by the
+    compiled passes below, which place each task on the lowest node where it fits)."""
 
     def __init__(self, nodes: NodeView, allow: np.ndarray | None = None) -> None:
         self.free = np.where(nodes.up[:, None], nodes.cap - nodes.alloc, -np.inf)
-        # the pending requests' GPU model masks and the nodes' model bits (None: any node)
-        self.allow, self.bits = allow, nodes.gpu_model
-
-    def node_for(self, req: np.ndarray, row: int = -1) -> int:
-        """The first node (lowest slot) where ``req`` (pending request ``row``) fits now and
-        whose GPU model it allows, -1 if none."""
-        fits = np.all(self.free >= req - SLACK * np.maximum(np.abs(req), 1.0), axis=1)
-        if self.allow is not None and self.bits is not None and row >= 0 and self.allow[row]:
-            fits &= may_run(self.allow[row], self.bits)
-        hit = np.flatnonzero(fits)
-        return int(hit[0]) if len(hit) else -1
-
-    def take(self, node: int, req: np.ndarray) -> None:
-        """Hold ``req`` on ``node`` for the rest of the pass."""
-        self.free[node] -= req
-
-    def place_job(self, req: np.ndarray, rows: np.ndarray) -> list[int] | None:
-        """Nodes for every task ``rows`` of one job, taken at once; None (nothing taken)
-        when some task does not fit."""
-        nodes: list[int] = []
-        for row in rows:
-            node = self.node_for(req[row], int(row))
-            if node < 0:
-                for taken, back in zip(nodes, rows, strict=False):
-                    self.free[taken] += req[back]
-                return None
-            self.take(node, req[row])
-            nodes.append(node)
-        return nodes
+        # the pending requests' GPU model masks and the nodes' model bits (empty: any node)
+        none = allow is None or nodes.gpu_model is None
+        self.allow = np.zeros(0, np.int64) if none else np.asarray(allow, np.int64)
+        self.bits = np.zeros(0, np.int64) if none else np.asarray(nodes.gpu_model, np.int64)
 
     def free_cpu(self) -> float:
         """Processors free now over the up nodes."""
@@ -60,13 +35,79 @@ class Pool:
         return float(self.free[up, 0].sum())
 
 
-def jobs_in_queue(gang: np.ndarray) -> list[np.ndarray]:
-    """The pending queue as jobs: each request alone, except that consecutive requests of
-    one gang (code >= 0) form one job."""
+def job_starts(gang: np.ndarray) -> np.ndarray:
+    """The pending queue as jobs, as ``[starts[k], starts[k + 1])`` ranges of positions:
+    each request alone, except that consecutive requests of one gang (code >= 0) form one
+    job."""
     n = len(gang)
     if n == 0:
-        return []
+        return np.zeros(1, np.int64)
     starts = np.ones(n, dtype=bool)
     starts[1:] = (gang[1:] < 0) | (gang[1:] != gang[:-1])
-    edges = np.append(np.flatnonzero(starts), n)
-    return [np.arange(lo, hi) for lo, hi in pairwise(edges)]
+    return np.append(np.flatnonzero(starts), n).astype(np.int64)
+
+
+@njit(cache=True)
+def node_for(free, req, i, allow, bits):  # pragma: no cover - compiled
+    """The first node (lowest slot) where request ``i`` fits now and whose GPU model it
+    allows (``allow`` empty: any), -1 if none."""
+    for nd in range(free.shape[0]):
+        ok = True
+        for r in range(free.shape[1]):
+            x = req[i, r]
+            if not free[nd, r] >= x - SLACK * max(abs(x), 1.0):
+                ok = False
+                break
+        if ok and (len(allow) == 0 or may_use(allow[i], bits, nd)):
+            return nd
+    return -1
+
+
+@njit(cache=True)
+def place_job(free, req, lo, hi, allow, bits, out_row, out_node, n):  # pragma: no cover
+    """Nodes for every task ``lo..hi-1`` of one job, taken at once and written to
+    ``out_*[n:]``; False (nothing taken) when some task does not fit."""
+    for i in range(lo, hi):
+        nd = node_for(free, req, i, allow, bits)
+        if nd < 0:
+            for k in range(n, n + i - lo):  # give back what this job took, in order
+                for r in range(free.shape[1]):
+                    free[out_node[k], r] += req[out_row[k], r]
+            return False
+        for r in range(free.shape[1]):
+            free[nd, r] -= req[i, r]
+        out_row[n + i - lo] = i
+        out_node[n + i - lo] = nd
+    return True
+
+
+@njit(cache=True)
+def fcfs_pass(free, req, starts, allow, bits, out_row, out_node):  # pragma: no cover
+    """Jobs from the head of the queue while they fit; returns (tasks placed, the first job
+    that did not fit: the number of jobs when all did)."""
+    n = 0
+    for k in range(len(starts) - 1):
+        lo, hi = starts[k], starts[k + 1]
+        if not place_job(free, req, lo, hi, allow, bits, out_row, out_node, n):
+            return n, k
+        n += hi - lo
+    return n, len(starts) - 1
+
+
+@njit(cache=True)
+def backfill_pass(free, req, starts, head, size, ends, shadow, extra, allow, bits, out_row,
+                  out_node, n):  # pragma: no cover
+    """EASY's backfill behind job ``head``: a later job starts if it fits now and either
+    ends (``ends``: planned end per job) by the ``shadow`` time or takes no more than the
+    ``extra`` processors left (``size``: processors per job); returns the tasks placed."""
+    for k in range(head + 1, len(starts) - 1):
+        by_shadow = ends[k] <= shadow
+        if not by_shadow and size[k] > extra:
+            continue
+        lo, hi = starts[k], starts[k + 1]
+        if not place_job(free, req, lo, hi, allow, bits, out_row, out_node, n):
+            continue
+        if not by_shadow:
+            extra -= size[k]
+        n += hi - lo
+    return n
