@@ -197,3 +197,62 @@ def test_the_extra_processors_count_every_job_ending_at_the_shadow_time() -> Non
     assert reservation(2.0, 4.0, np.array([50.0, 50.0, 90.0]), np.array([3.0, 4.0, 1.0])) == (
         50.0, 5.0)
     assert reservation(0.0, 4.0, np.array([np.inf]), np.array([8.0])) == (np.inf, 0.0)
+
+
+def _first_fit_reference(free: np.ndarray, req: np.ndarray, gang: np.ndarray,
+                         allow: np.ndarray | None, bits: np.ndarray | None,
+                         ) -> tuple[list[int], list[int]]:
+    """FCFS by hand: each job (a gang's consecutive requests) on the lowest nodes that fit,
+    all its tasks or none; stop at the first job that does not fit."""
+    rows: list[int] = []
+    nodes: list[int] = []
+    i = 0
+    while i < len(req):
+        j = i + 1
+        while j < len(req) and gang[i] >= 0 and gang[j] == gang[i]:
+            j += 1
+        taken: list[int] = []
+        for t in range(i, j):
+            ok = [n for n in range(len(free))
+                  if all(free[n, r] >= req[t, r] - 1e-9 * max(abs(req[t, r]), 1.0)
+                         for r in range(3))
+                  and (allow is None or bits is None or allow[t] == 0 or bits[n] & allow[t])]
+            if not ok:
+                for t2, n2 in zip(range(i, j), taken, strict=False):
+                    free[n2] += req[t2]
+                return rows, nodes
+            free[ok[0]] -= req[t]
+            taken.append(ok[0])
+        rows += list(range(i, j))
+        nodes += taken
+        i = j
+    return rows, nodes
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_compiled_pass_places_as_first_fit_by_hand(seed: int) -> None:
+    """fcfs_pass (lowest node first, gangs whole, full nodes skipped) against a by-hand
+    first fit, with down nodes, gangs that do not fit and GPU model masks."""
+    from types import SimpleNamespace
+
+    from pipeline.policies.hpc.pool import Pool, fcfs_pass, job_starts
+
+    rng = np.random.default_rng(seed)
+    n_nodes, n_req = int(rng.integers(1, 30)), int(rng.integers(0, 50))
+    cap = rng.integers(1, 9, size=(n_nodes, 3)).astype(float)
+    alloc = cap * rng.random((n_nodes, 3)) * rng.integers(0, 2, size=(n_nodes, 1))
+    bits = (1 << rng.integers(0, 4, n_nodes)).astype(np.int64) if seed % 2 else None
+    nodes = SimpleNamespace(up=rng.random(n_nodes) > 0.1, cap=cap, alloc=alloc,
+                            gpu_model=bits)
+    req = rng.integers(0, 5, size=(n_req, 3)) * rng.random((n_req, 1))
+    gang = np.where(rng.random(n_req) < 0.5, -1, rng.integers(0, 5, n_req))
+    allow = rng.integers(0, 16, n_req).astype(np.int64) if seed % 2 else None
+    pool = Pool(nodes, allow)  # type: ignore[arg-type]
+    free = pool.free.copy()
+    expected = _first_fit_reference(free, req, gang, allow, bits)
+    rows, got = np.empty(n_req, np.int64), np.empty(n_req, np.int64)
+    n, _ = fcfs_pass(pool.free, req, job_starts(gang), pool.allow, pool.bits, rows, got,
+                     np.zeros(1, np.int64))
+    assert (rows[:n].tolist(), got[:n].tolist()) == expected
+    # a gang that did not fit gave its room back (EASY's reservation counts it)
+    assert np.array_equal(pool.free, free)

@@ -37,5 +37,6 @@ class Fcfs(PolicyBase):
         rows = np.empty(len(pending), np.int64)
         nodes = np.empty(len(pending), np.int64)
         n, _ = fcfs_pass(pool.free, np.asarray(pending.req, np.float64),
-                         job_starts(pending.gang), pool.allow, pool.bits, rows, nodes)
+                         job_starts(pending.gang), pool.allow, pool.bits, rows, nodes,
+                         np.zeros(1, np.int64))
         return Decisions(place_req=rows[:n], place_node=nodes[:n])

@@ -48,10 +48,32 @@ def job_starts(gang: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def node_for(free, req, i, allow, bits):  # pragma: no cover - compiled
+def room_floor(req):  # pragma: no cover - compiled
+    """Per resource, the least free room any request fits in (with the slack): a node below
+    it in some resource has room for no request; (0, 0, 0) when nothing is pending."""
+    floor = np.zeros(req.shape[1]) if len(req) == 0 else np.full(req.shape[1], np.inf)
+    for i in range(len(req)):
+        for r in range(req.shape[1]):
+            x = req[i, r]
+            floor[r] = min(floor[r], x - SLACK * max(abs(x), 1.0))
+    return floor
+
+
+@njit(cache=True)
+def node_for(free, req, i, allow, bits, first, floor):  # pragma: no cover - compiled
     """The first node (lowest slot) where request ``i`` fits now and whose GPU model it
-    allows (``allow`` empty: any), -1 if none."""
-    for nd in range(free.shape[0]):
+    allows (``allow`` empty: any), -1 if none.  ``first[0]``: no node below it has room
+    for any request (:func:`room_floor`); moved past the full nodes first."""
+    nd0 = first[0]
+    while nd0 < free.shape[0]:
+        full = False
+        for r in range(free.shape[1]):
+            full = full or free[nd0, r] < floor[r]
+        if not full:
+            break
+        nd0 += 1
+    first[0] = nd0
+    for nd in range(nd0, free.shape[0]):
         ok = True
         for r in range(free.shape[1]):
             x = req[i, r]
@@ -64,15 +86,17 @@ def node_for(free, req, i, allow, bits):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def place_job(free, req, lo, hi, allow, bits, out_row, out_node, n):  # pragma: no cover
+def place_job(free, req, lo, hi, allow, bits, out_row, out_node, n, first,
+              floor):  # pragma: no cover - compiled
     """Nodes for every task ``lo..hi-1`` of one job, taken at once and written to
     ``out_*[n:]``; False (nothing taken) when some task does not fit."""
     for i in range(lo, hi):
-        nd = node_for(free, req, i, allow, bits)
+        nd = node_for(free, req, i, allow, bits, first, floor)
         if nd < 0:
             for k in range(n, n + i - lo):  # give back what this job took, in order
                 for r in range(free.shape[1]):
                     free[out_node[k], r] += req[out_row[k], r]
+                first[0] = min(first[0], out_node[k])
             return False
         for r in range(free.shape[1]):
             free[nd, r] -= req[i, r]
@@ -82,13 +106,15 @@ def place_job(free, req, lo, hi, allow, bits, out_row, out_node, n):  # pragma: 
 
 
 @njit(cache=True)
-def fcfs_pass(free, req, starts, allow, bits, out_row, out_node):  # pragma: no cover
+def fcfs_pass(free, req, starts, allow, bits, out_row, out_node, first):  # pragma: no cover
     """Jobs from the head of the queue while they fit; returns (tasks placed, the first job
-    that did not fit: the number of jobs when all did)."""
+    that did not fit: the number of jobs when all did).  ``first``: [0] on the pass's
+    first call (:func:`node_for`)."""
+    floor = room_floor(req)
     n = 0
     for k in range(len(starts) - 1):
         lo, hi = starts[k], starts[k + 1]
-        if not place_job(free, req, lo, hi, allow, bits, out_row, out_node, n):
+        if not place_job(free, req, lo, hi, allow, bits, out_row, out_node, n, first, floor):
             return n, k
         n += hi - lo
     return n, len(starts) - 1
@@ -96,16 +122,17 @@ def fcfs_pass(free, req, starts, allow, bits, out_row, out_node):  # pragma: no 
 
 @njit(cache=True)
 def backfill_pass(free, req, starts, head, size, ends, shadow, extra, allow, bits, out_row,
-                  out_node, n):  # pragma: no cover
+                  out_node, n, first):  # pragma: no cover
     """EASY's backfill behind job ``head``: a later job starts if it fits now and either
     ends (``ends``: planned end per job) by the ``shadow`` time or takes no more than the
     ``extra`` processors left (``size``: processors per job); returns the tasks placed."""
+    floor = room_floor(req)
     for k in range(head + 1, len(starts) - 1):
         by_shadow = ends[k] <= shadow
         if not by_shadow and size[k] > extra:
             continue
         lo, hi = starts[k], starts[k + 1]
-        if not place_job(free, req, lo, hi, allow, bits, out_row, out_node, n):
+        if not place_job(free, req, lo, hi, allow, bits, out_row, out_node, n, first, floor):
             continue
         if not by_shadow:
             extra -= size[k]
