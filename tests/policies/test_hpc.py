@@ -247,12 +247,12 @@ def test_the_compiled_pass_places_as_first_fit_by_hand(seed: int) -> None:
     req = rng.integers(0, 5, size=(n_req, 3)) * rng.random((n_req, 1))
     gang = np.where(rng.random(n_req) < 0.5, -1, rng.integers(0, 5, n_req))
     allow = rng.integers(0, 16, n_req).astype(np.int64) if seed % 2 else None
-    pool = Pool(nodes, allow)  # type: ignore[arg-type]
+    pool = Pool(nodes, req, allow)  # type: ignore[arg-type]
     free = pool.free.copy()
     expected = _first_fit_reference(free, req, gang, allow, bits)
     rows, got = np.empty(n_req, np.int64), np.empty(n_req, np.int64)
-    n, _ = fcfs_pass(pool.free, req, job_starts(gang), pool.allow, pool.bits, rows, got,
-                     np.zeros(1, np.int64))
+    n, _ = fcfs_pass(pool.free, pool.req, job_starts(gang), pool.allow, pool.bits, pool.first,
+                     pool.floor, rows, got)
     assert (rows[:n].tolist(), got[:n].tolist()) == expected
     # a gang that did not fit gave its room back (EASY's reservation counts it)
     assert np.array_equal(pool.free, free)

@@ -52,13 +52,13 @@ class EasyBackfill(PolicyBase):
 
     def decide(self, view: SchedView) -> Decisions:
         pending, now = view.pending, view.now
-        req = np.asarray(pending.req, np.float64)
-        pool = Pool(view.nodes, pending_allow(view))
+        pool = Pool(view.nodes, pending.req, pending_allow(view))
+        req = pool.req
         starts = job_starts(pending.gang)
         rows = np.empty(len(pending), np.int64)
         nodes = np.empty(len(pending), np.int64)
-        first = np.zeros(1, np.int64)  # the lowest node that may have room (pool.node_for)
-        n, head = fcfs_pass(pool.free, req, starts, pool.allow, pool.bits, rows, nodes, first)
+        n, head = fcfs_pass(pool.free, req, starts, pool.allow, pool.bits, pool.first,
+                            pool.floor, rows, nodes)
         if head < len(starts) - 2:  # the head waits: backfill behind its reservation
             requested = pending.requested_s
             ends, cpus = self._planned_ends(view, now, rows[:n], requested)
@@ -66,7 +66,7 @@ class EasyBackfill(PolicyBase):
             shadow, extra = reservation(pool.free_cpu(), float(size[head]), ends, cpus)
             n = backfill_pass(pool.free, req, starts, head, size,
                               now + _estimates(requested[starts[:-1]]), shadow, extra,
-                              pool.allow, pool.bits, rows, nodes, n, first)
+                              pool.allow, pool.bits, pool.first, pool.floor, rows, nodes, n)
         return Decisions(place_req=rows[:n], place_node=nodes[:n])
 
     @staticmethod

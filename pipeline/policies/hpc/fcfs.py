@@ -33,10 +33,9 @@ class Fcfs(PolicyBase):
 
     def decide(self, view: SchedView) -> Decisions:
         pending = view.pending
-        pool = Pool(view.nodes, pending_allow(view))
+        pool = Pool(view.nodes, pending.req, pending_allow(view))
         rows = np.empty(len(pending), np.int64)
         nodes = np.empty(len(pending), np.int64)
-        n, _ = fcfs_pass(pool.free, np.asarray(pending.req, np.float64),
-                         job_starts(pending.gang), pool.allow, pool.bits, rows, nodes,
-                         np.zeros(1, np.int64))
+        n, _ = fcfs_pass(pool.free, pool.req, job_starts(pending.gang), pool.allow, pool.bits,
+                         pool.first, pool.floor, rows, nodes)
         return Decisions(place_req=rows[:n], place_node=nodes[:n])

@@ -19,11 +19,17 @@ SLACK = 1e-9  # the core's relative slack on capacity checks
 
 
 class Pool:
-    """Free capacity of the up nodes during one pass, updated as jobs are placed (by the
-    compiled passes below, which place each task on the lowest node where it fits)."""
+    """Free capacity of the up nodes during one pass over the pending requests ``req``,
+    updated as jobs are placed (by the compiled passes below, which place each task on the
+    lowest node where it fits), and what the passes share: the room no request fits below
+    (:func:`room_floor`) and the lowest node that may have room (``first[0]``)."""
 
-    def __init__(self, nodes: NodeView, allow: np.ndarray | None = None) -> None:
+    def __init__(self, nodes: NodeView, req: np.ndarray,
+                 allow: np.ndarray | None = None) -> None:
         self.free = np.where(nodes.up[:, None], nodes.cap - nodes.alloc, -np.inf)
+        self.req = np.asarray(req, np.float64)
+        self.floor = room_floor(self.req)
+        self.first = np.zeros(1, np.int64)
         # the pending requests' GPU model masks and the nodes' model bits (empty: any node)
         none = allow is None or nodes.gpu_model is None
         self.allow = np.zeros(0, np.int64) if none else np.asarray(allow, np.int64)
@@ -106,11 +112,11 @@ def place_job(free, req, lo, hi, allow, bits, out_row, out_node, n, first,
 
 
 @njit(cache=True)
-def fcfs_pass(free, req, starts, allow, bits, out_row, out_node, first):  # pragma: no cover
+def fcfs_pass(free, req, starts, allow, bits, first, floor, out_row,
+              out_node):  # pragma: no cover - compiled
     """Jobs from the head of the queue while they fit; returns (tasks placed, the first job
-    that did not fit: the number of jobs when all did).  ``first``: [0] on the pass's
-    first call (:func:`node_for`)."""
-    floor = room_floor(req)
+    that did not fit: the number of jobs when all did).  ``first``, ``floor``: as in
+    :class:`Pool`."""
     n = 0
     for k in range(len(starts) - 1):
         lo, hi = starts[k], starts[k + 1]
@@ -121,12 +127,11 @@ def fcfs_pass(free, req, starts, allow, bits, out_row, out_node, first):  # prag
 
 
 @njit(cache=True)
-def backfill_pass(free, req, starts, head, size, ends, shadow, extra, allow, bits, out_row,
-                  out_node, n, first):  # pragma: no cover
+def backfill_pass(free, req, starts, head, size, ends, shadow, extra, allow, bits, first,
+                  floor, out_row, out_node, n):  # pragma: no cover - compiled
     """EASY's backfill behind job ``head``: a later job starts if it fits now and either
     ends (``ends``: planned end per job) by the ``shadow`` time or takes no more than the
     ``extra`` processors left (``size``: processors per job); returns the tasks placed."""
-    floor = room_floor(req)
     for k in range(head + 1, len(starts) - 1):
         by_shadow = ends[k] <= shadow
         if not by_shadow and size[k] > extra:
