@@ -6,6 +6,12 @@ with task_runs as (
     select * from task_runs
 ),
 
+-- runs and measures by number: sorting and partitioning on text keys took DuckDB three to
+-- four times as long as on integers (29-day trace: 85 s against 23 s per run)
+run_codes as (
+    select run_id, row_number() over (order by run_id) as r from runs
+),
+
 jobs as (
     select run_id, job_id, max(end_s) - min(submit_s) as value_s
     from task_runs
@@ -20,9 +26,13 @@ waits as (
 ),
 
 measured as (
-    select run_id, 'job completion' as measure, value_s from jobs
-    union all
-    select run_id, 'task wait' as measure, value_s from waits
+    select run_codes.r, m, value_s
+    from (
+        select run_id, 0 as m, value_s from jobs
+        union all
+        select run_id, 1 as m, value_s from waits
+    ) as values_
+    join run_codes using (run_id)
 ),
 
 fractions as (
@@ -31,61 +41,57 @@ fractions as (
                    0.995, 0.999, 1.0]) as fraction
 ),
 
--- quantile_cont by position in sorted order: value i (0-based) of n sorted, at
--- fraction * (n - 1), interpolated between its floor and ceiling.  A sort spills to disk
--- where quantile_cont holds every value of every run in memory (105 M values failed at
--- DuckDB's 2 GB limit).
-ranked as (
-    select
-        run_id,
-        measure,
-        value_s,
-        row_number() over (partition by run_id, measure order by value_s) - 1 as i,
-        count(*) over (partition by run_id, measure) as n
-    from measured
-),
-
 positions as (
-    select run_id, measure, n, fraction, fraction * (n - 1) as pos
-    from (select distinct run_id, measure, n from ranked) as groups
+    select r, m, n, fraction, fraction * (n - 1) as pos
+    from (select r, m, count(*) as n from measured group by r, m) as groups
     cross join fractions
 ),
 
-picked as (
-    select ranked.run_id, ranked.measure, ranked.i, ranked.value_s
-    from ranked
-    semi join positions
-        on ranked.run_id = positions.run_id
-        and ranked.measure = positions.measure
-        and (ranked.i = floor(positions.pos) or ranked.i = ceil(positions.pos))
+-- quantile_cont by position in sorted order: value i (0-based) of n sorted, at
+-- fraction * (n - 1), interpolated between its floor and ceiling.  A sort spills to disk
+-- where quantile_cont holds every value of every run in memory (105 M values failed at
+-- DuckDB's 2 GB limit).  Only the values at the wanted positions are kept, by an equality
+-- join (a join on "floor or ceiling" compared every value with every position).
+wanted as (
+    select r, m, cast(floor(pos) as bigint) as i from positions
+    union
+    select r, m, cast(ceil(pos) as bigint) as i from positions
+),
+
+picked as materialized (
+    select ranked.r, ranked.m, ranked.i, ranked.value_s
+    from (
+        select r, m, value_s, row_number() over (partition by r, m order by value_s) - 1 as i
+        from measured
+    ) as ranked
+    join wanted using (r, m, i)
 ),
 
 quantiles as (
     select
-        positions.run_id,
-        positions.measure,
+        positions.r,
+        positions.m,
         positions.n,
         positions.fraction,
         lo.value_s + (hi.value_s - lo.value_s) * (positions.pos - floor(positions.pos))
             as value_s
     from positions
     join picked as lo
-        on lo.run_id = positions.run_id and lo.measure = positions.measure
-        and lo.i = floor(positions.pos)
+        on lo.r = positions.r and lo.m = positions.m and lo.i = floor(positions.pos)
     join picked as hi
-        on hi.run_id = positions.run_id and hi.measure = positions.measure
-        and hi.i = ceil(positions.pos)
+        on hi.r = positions.r and hi.m = positions.m and hi.i = ceil(positions.pos)
 ),
 
 final as (
     select
-        quantiles.run_id,
+        run_codes.run_id,
         runs.trace,
-        quantiles.measure,
+        case quantiles.m when 0 then 'job completion' else 'task wait' end as measure,
         quantiles.n,
         quantiles.fraction,
         quantiles.value_s
     from quantiles
+    join run_codes using (r)
     join runs using (run_id)
 )
 

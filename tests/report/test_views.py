@@ -1,0 +1,68 @@
+"""The report views that rank or sum over every task, against plain Python on the same rows.
+
+``completion_cdf`` ranks by run and measure and interpolates; ``run_peaks`` keeps running
+sums a day at a time.  Both are written for 35 M-task runs; these tests hold them to the
+definitions on the locality warehouse (four replays of 145 tasks with varied waits).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pytest
+
+
+def _rows(db: Path, query: str) -> list[tuple[Any, ...]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(query).fetchall()
+    finally:
+        con.close()
+
+
+def test_completion_quantiles_are_numpys_linear_quantiles(locality_warehouse: Path) -> None:
+    got = _rows(locality_warehouse,
+                "select run_id, measure, n, fraction, value_s from completion_cdf")
+    tasks = _rows(locality_warehouse, "select run_id, job_id, submit_s, end_s, outcome, "
+                  "ready_s, first_start_s from task_runs")
+    runs = sorted({t[0] for t in tasks})
+    assert len(runs) == 4 and {g[0] for g in got} == set(runs)
+    for run in runs:
+        mine = [t for t in tasks if t[0] == run]
+        jobs: dict[str, list[tuple[Any, ...]]] = {}
+        for t in mine:
+            jobs.setdefault(t[1], []).append(t)
+        values = {
+            "job completion": [max(t[3] for t in ts) - min(t[2] for t in ts)
+                               for ts in jobs.values() if all(t[4] == "finished" for t in ts)],
+            "task wait": [t[6] - t[5] for t in mine if t[6] is not None and t[5] is not None],
+        }
+        for measure, vals in values.items():
+            assert len(set(vals)) > 5  # the interpolation is tested, not a constant
+            rows = [g for g in got if g[0] == run and g[1] == measure]
+            assert len(rows) == 28 and {n for _, _, n, _, _ in rows} == {len(vals)}
+            for _, _, _, fraction, value in rows:
+                assert value == pytest.approx(np.quantile(vals, float(fraction)), abs=1e-9)
+
+
+def test_run_peaks_are_the_highest_allocation_over_every_change(
+        locality_warehouse: Path) -> None:
+    peaks = {r[0]: r[1:] for r in _rows(
+        locality_warehouse, "select run_id, peak_cpu_allocated, peak_mem_allocated "
+        "from run_peaks")}
+    rows = _rows(locality_warehouse, "select t.run_id, start_s, coalesce(end_s, "
+                 "r.measured_to_s), cpu, mem from task_runs t join runs r using (run_id) "
+                 "where start_s is not null")
+    assert len(peaks) == 4
+    for run, (peak_cpu, peak_mem) in peaks.items():
+        # ends before starts at the same instant
+        events = sorted([(s, c, m) for r, s, _, c, m in rows if r == run]
+                        + [(e, -c, -m) for r, _, e, c, m in rows if r == run and e is not None])
+        cpu = mem = best_cpu = best_mem = 0.0
+        for _, c, m in events:
+            cpu, mem = cpu + c, mem + m
+            best_cpu, best_mem = max(best_cpu, cpu), max(best_mem, mem)
+        assert best_cpu > 0 and (peak_cpu, peak_mem) == pytest.approx((best_cpu, best_mem))
