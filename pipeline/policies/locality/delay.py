@@ -74,11 +74,14 @@ class DelayScheduling(PolicyBase):
         self.level_ = np.zeros(0, np.int8)
         self.wait_ = np.zeros(0)
         self.skipped_ = np.zeros(0, np.bool_)
+        self.running_ = np.zeros(0, np.int64)  # running tasks, set for the pending jobs only
+        self.slot_ = np.zeros(0, np.int64)  # -1 between calls (the kernel's job -> index)
         self.last_hb_ = -np.inf
 
     def _grow(self, n: int) -> None:
         self.skip_, self.level_ = grown(self.skip_, n, 0), grown(self.level_, n, 0)
         self.wait_, self.skipped_ = grown(self.wait_, n, 0.0), grown(self.skipped_, n, False)
+        self.running_, self.slot_ = grown(self.running_, n, 0), grown(self.slot_, n, -1)
 
     def decide(self, view: SchedView) -> Decisions:
         pend = view.pending
@@ -91,8 +94,8 @@ class DelayScheduling(PolicyBase):
         run_job = np.asarray(view.running.job, dtype=np.int64)
         n_jobs = int(max(job.max(), run_job.max() if len(run_job) else 0)) + 1
         self._grow(n_jobs)
-        running = np.bincount(run_job, minlength=n_jobs).astype(np.int64)
         jobs = np.unique(job)
+        running = self._running(jobs, run_job)
         order = jobs[np.lexsort((jobs, running[jobs]))]
         nodes = view.nodes
         free = np.where((nodes.state == 2)[:, None], nodes.cap - nodes.alloc, 0.0)
@@ -110,5 +113,17 @@ class DelayScheduling(PolicyBase):
             0 if self.delay == "skip" else 1, int(self.skip_count), self.w1_, self.w2_,
             np.ascontiguousarray(shapes, dtype=np.float64),
             np.asarray(shape_of, dtype=np.int64).ravel(),
-            *model_masks(nodes, pending_allow(view)), out_req, out_node)
+            *model_masks(nodes, pending_allow(view)), self.slot_, out_req, out_node)
         return Decisions(place_req=out_req[:n], place_node=out_node[:n], wake_at_s=wake)
+
+    def _running(self, jobs: np.ndarray, run_job: np.ndarray) -> np.ndarray:
+        """Running tasks per job code, right for the pending ``jobs`` (the kernel reads no
+        other entry): counted over the running tasks of those jobs only, so a call costs the
+        tasks in flight, not the trace's job count."""
+        slot = self.slot_
+        slot[jobs] = np.arange(len(jobs))
+        of = slot[run_job]
+        counts = np.bincount(of[of >= 0], minlength=len(jobs))
+        slot[jobs] = -1
+        self.running_[jobs] = counts
+        return self.running_

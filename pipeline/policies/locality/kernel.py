@@ -135,7 +135,7 @@ def _deadline(acc, a_res, n_in, eligible, order, mode, wait, skip, level, mark, 
 @njit(cache=True)
 def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, has_in,
                    order, running, skip, level, wait, skipped, last_hb, mode, d, w1, w2,
-                   shapes, shape_of, allow, bits, out_req, out_node):
+                   shapes, shape_of, allow, bits, slot, out_req, out_node):
     """Place pending tasks on the heartbeats ``off_*``; return (placements, last heartbeat).
 
     ``shapes``/``shape_of``: the distinct request shapes and each task's (a node with room
@@ -143,6 +143,9 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
     ``free`` (nodes, 3) is updated; ``order`` lists the jobs with pending tasks in fair
     order (``running`` per job code, updated); ``skip``/``level``/``wait``/``skipped`` are
     per job code and persist between calls; ``last_hb`` is the previous heartbeat's time.
+    ``slot`` (per job code, all -1) maps the jobs of ``order`` to their index during the
+    call and is -1 again on return: a buffer kept by the caller, since a new one per call
+    would cost the trace's job count, not the pending jobs.
     Node-local and rack-local candidates come from node -> task and rack -> task lists
     built once per call, so a heartbeat costs the tasks with data on its node, not all.
     """
@@ -151,7 +154,6 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
     n_nodes = free.shape[0]
     # tasks by job, those without input data first, queue order within each group
     by_job = np.argsort(job * 2 + has_in, kind="mergesort")
-    slot = np.full(int(job.max()) + 1 if n_p else 1, -1, np.int64)
     for k in range(n_j):
         slot[order[k]] = k
     job_lo = np.zeros(n_j, np.int64)
@@ -399,4 +401,5 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
             wait[j] += hb_time[h + 1] - hb_time[h]
             h = -1
         skipped[j] = h >= 0  # marked at the last heartbeat: accrues at the next call's
+        slot[j] = -1
     return n_out, last_hb
