@@ -12,7 +12,7 @@ runs as (
     select * from runs where run_id in (select run_id from scope)
 ),
 
-task_runs as (
+task_runs as not materialized (
     select * from task_runs where run_id in (select run_id from scope)
 ),
 
@@ -20,11 +20,23 @@ metrics as (
     select * from metrics where run_id in (select run_id from scope)
 ),
 
-duplicates as (
-    select run_id, task_id, 'task appears ' || count(*) || ' times' as reason
+-- one pass over the (run, task) pairs gives both the duplicates and the task counts
+per_task as (
+    select
+        run_id,
+        task_id,
+        count(*) as n,
+        bool_or(copy_of is null) as original,
+        count(*) filter (where outcome = 'finished') as finished,
+        count(*) filter (where outcome = 'unschedulable') as unschedulable
     from task_runs
     group by run_id, task_id
-    having count(*) > 1
+),
+
+duplicates as (
+    select run_id, task_id, 'task appears ' || n || ' times' as reason
+    from per_task
+    where n > 1
 ),
 
 bad_rows as (
@@ -50,12 +62,13 @@ task_counts as (
     select
         runs.run_id,
         runs.trace_tasks,
-        count(distinct task_runs.task_id) filter (where task_runs.copy_of is null) as tasks,
-        count(task_runs.task_id) filter (where task_runs.outcome = 'finished') as finished,
-        count(task_runs.task_id) filter (where task_runs.outcome = 'unschedulable')
+        count(per_task.task_id) filter (where per_task.original) as tasks,
+        coalesce(sum(per_task.finished) filter (where per_task.task_id is not null), 0)
+            as finished,
+        coalesce(sum(per_task.unschedulable) filter (where per_task.task_id is not null), 0)
             as unschedulable
     from runs
-    left join task_runs using (run_id)
+    left join per_task using (run_id)
     group by runs.run_id, runs.trace_tasks
 ),
 

@@ -60,6 +60,8 @@ BROKEN = {
                       t.schema.get_field_index("down_s"), "down_s", pa.array([3600.0, 5.0])),
                        metric_overrides={"node_hours": 3605 / 3600}),
                   "no_node_over_capacity", "node not provisioned at task start"),
+    "unknown node": (dict(edit_tasks=set_value("machine_id", "t1", "m9")),
+                     "no_node_over_capacity", "node not provisioned at task start"),
     "missing task": (dict(edit_tasks=drop_task("t0")),
                      "every_task_accounted_for", "3 tasks recorded, the trace has 4"),
     "duplicate task": (dict(edit_tasks=duplicate_last),
@@ -116,6 +118,18 @@ def test_checks_run_over_the_whole_warehouse_on_demand(tmp_path: Path) -> None:
         "3 tasks recorded, the trace has 4",
         "0 unschedulable tasks, metric tasks_unschedulable = 1.0",
     }
+
+
+def test_tasks_starting_together_count_for_each_other(tmp_path: Path) -> None:
+    """Each fits its node alone; together, both starts are over capacity and both named."""
+    db = tmp_path / "wh.duckdb"
+    load(demo_runs(tmp_path), db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("update task_runs set start_s = 0, cpu = 2.5 "
+                    "where task_id = 't2' and start_s = 100")
+    columns, rows = sql(db, "no_node_over_capacity")
+    assert sorted((r[columns.index("task_id")], r[columns.index("reason")]) for r in rows) == [
+        ("t0", "cpu over capacity"), ("t2", "cpu over capacity")]
 
 
 def test_back_to_back_tasks_and_unfinished_tasks_fit(tmp_path: Path) -> None:
