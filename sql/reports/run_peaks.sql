@@ -3,6 +3,9 @@
 -- allocated at once (each task's last attempt; ends free capacity before starts at the same
 -- instant); and the work the trace offered in the window (`offered_task_s`: the recorded
 -- durations of the tasks submitted by its end, the scale for the backlog).
+-- The peaks do not depend on the order rows are stored in (a sum of doubles does, in its
+-- last digits: two copies of one 29-day warehouse gave two peaks): running sums go in a full
+-- order of the events and day totals are summed in fixed point (decimal, exact).
 with run_codes as (
     -- runs by number: DuckDB partitions and sorts on an integer key several times faster
     -- than on the text run id (29-day trace: see completion_cdf)
@@ -45,11 +48,12 @@ within_day as (
         sum(cpu) over w as cpu_in_day,
         sum(mem) over w as mem_in_day
     from task_days
-    window w as (partition by r, day order by t, cpu rows unbounded preceding)
+    window w as (partition by r, day order by t, cpu, mem rows unbounded preceding)
 ),
 
 days as (
-    select r, day, sum(cpu) as cpu_day, sum(mem) as mem_day
+    select r, day, sum(cast(cpu as decimal(38, 9))) as cpu_day,
+           sum(cast(mem as decimal(38, 9))) as mem_day
     from task_days
     group by r, day
 ),
@@ -68,8 +72,8 @@ before_day as (
 alloc_at as (
     select
         within_day.r,
-        before_day.cpu_before + within_day.cpu_in_day as cpu_allocated,
-        before_day.mem_before + within_day.mem_in_day as mem_allocated
+        cast(before_day.cpu_before as double) + within_day.cpu_in_day as cpu_allocated,
+        cast(before_day.mem_before as double) + within_day.mem_in_day as mem_allocated
     from within_day
     join before_day using (r, day)
 ),

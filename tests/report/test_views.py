@@ -7,12 +7,15 @@ definitions on the locality warehouse (four replays of 145 tasks with varied wai
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import numpy as np
 import pytest
+
+from pipeline.warehouse.db import create_schema, refresh_views
 
 
 def _rows(db: Path, query: str) -> list[tuple[Any, ...]]:
@@ -66,3 +69,25 @@ def test_run_peaks_are_the_highest_allocation_over_every_change(
             cpu, mem = cpu + c, mem + m
             best_cpu, best_mem = max(best_cpu, cpu), max(best_mem, mem)
         assert best_cpu > 0 and (peak_cpu, peak_mem) == pytest.approx((best_cpu, best_mem))
+
+
+def test_run_peaks_do_not_depend_on_the_order_rows_are_stored_in() -> None:
+    # Three tasks run from day 0 into day 1, where a fourth starts: the peak is day 1's
+    # allocation, day 0's total plus the new task, whichever order day 0's rows are added in
+    # (as doubles, 0.1 + 0.2 + 0.3 is 0.6000000000000001 and 0.3 + 0.2 + 0.1 is 0.6).
+    tasks = [("a", 0.1, 0.3), ("b", 0.2, 0.2), ("c", 0.3, 0.1)]
+    peaks = set()
+    for order in itertools.permutations(tasks):
+        con = duckdb.connect()
+        create_schema(con)
+        con.execute("insert into runs (run_id, trace, policy, measured_to_s) "
+                    "values ('r', 't', 'p', 200000)")
+        for name, cpu, mem in (*order, ("d", 0.001, 0.001)):
+            start = 90000 if name == "d" else 5
+            con.execute("insert into task_runs (run_id, task_id, submit_s, start_s, end_s, "
+                        "outcome, cpu, mem) values ('r', ?, 0, ?, 100000, 'finished', ?, ?)",
+                        [name, start, cpu, mem])
+        refresh_views(con)
+        peaks.add(con.execute("select peak_cpu_allocated, peak_mem_allocated "
+                              "from run_peaks").fetchone())
+    assert len(peaks) == 1 and next(iter(peaks)) == pytest.approx((0.601, 0.601))
