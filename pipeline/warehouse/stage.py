@@ -202,9 +202,15 @@ def set_setting(con: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
 
 
 def _check_loaded(con: duckdb.DuckDBPyConnection, db: Path, run_ids: list[str]) -> None:
-    """Run the data checks on ``run_ids``; raise (so the load rolls back) if any returns rows."""
-    con.execute("set variable check_run_ids = ?::varchar[]", [run_ids])
-    failures = run_checks(con)  # on error the connection is closed, variable and all
+    """Run the data checks on ``run_ids``; raise (so the load rolls back) if any returns rows.
+
+    The checks go one run at a time: their sorts and running sums then need the memory (and
+    spill space) of one run, however many runs a load brings.
+    """
+    failures = []
+    for run_id in run_ids:
+        con.execute("set variable check_run_ids = ?::varchar[]", [[run_id]])
+        failures += run_checks(con)  # on error the connection is closed, variable and all
     con.execute("reset variable check_run_ids")
     if failures:
         raise TraceError(
