@@ -91,3 +91,17 @@ def test_run_peaks_do_not_depend_on_the_order_rows_are_stored_in() -> None:
         peaks.add(con.execute("select peak_cpu_allocated, peak_mem_allocated "
                               "from run_peaks").fetchone())
     assert len(peaks) == 1 and next(iter(peaks)) == pytest.approx((0.601, 0.601))
+
+
+def test_queue_waits_percentiles_are_numpy_quantiles(
+        queue_report: tuple[Path, dict[str, Any]]) -> None:
+    db = queue_report[0].parent / "wh.duckdb"  # capacity and fair runs with two queues
+    got = _rows(db, "select run_id, queue, started, wait_p50_s, wait_p95_s from queue_waits")
+    rows = _rows(db, "select run_id, queue, first_start_s - ready_s from task_runs "
+                 "where queue is not null and first_start_s is not null and ready_s is not null")
+    assert len(got) >= 4 and len({w for *_, w in rows}) > 5
+    for run, queue, started, p50, p95 in got:
+        waits = [w for r, q, w in rows if r == run and q == queue]
+        assert started == len(waits)
+        assert (p50, p95) == pytest.approx(
+            (np.quantile(waits, 0.5), np.quantile(waits, 0.95)), abs=1e-9)
