@@ -7,8 +7,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pipeline.bench.workload import write_trace
+from pipeline.policies.locality.delay import unique_rows
 from pipeline.replay import replay
 
 M, DATA = 80, 8  # p = 8 / 80 = 0.1: each probe's input is on 10% of the nodes
@@ -123,3 +126,14 @@ def test_node_local_launch_resets_the_level(tmp_path: Path) -> None:
     later = tr["later"]
     assert later["locality"] == "any"
     assert 40.0 + 2 * w - 1.0 <= later["start_s"] <= 40.0 + 2 * w + SLACK
+
+
+@given(st.lists(st.tuples(*[st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0, 64.0])] * 3),
+                min_size=1, max_size=60))
+def test_unique_rows_is_numpy_unique_by_rows(rows: list[tuple[float, float, float]]) -> None:
+    req = np.array(rows)
+    shapes, inverse = unique_rows(req)
+    want_shapes, want_inverse = np.unique(req, axis=0, return_inverse=True)
+    assert np.array_equal(shapes, want_shapes)
+    assert np.array_equal(inverse, np.asarray(want_inverse).ravel())
+
