@@ -90,10 +90,18 @@ def _queues(runs: pl.DataFrame, shares: pl.DataFrame, cluster: str) -> list[str]
 
 
 def _backlog(runs: pl.DataFrame, cluster: str) -> list[str]:
-    left = runs.filter(pl.col("backlog_tasks").fill_null(0) > 0).sort("backlog_task_s")
+    """The run that left the most tasks waiting, and its work left; "the most work" only when
+    it is (work left counts running tasks too, so a run with no task waiting can leave more)."""
+    left = runs.filter(pl.col("backlog_tasks").fill_null(0) > 0).sort(
+        ["backlog_tasks", "backlog_task_s", "label"], nulls_last=False)
     if left.height == 0:
         return []
     worst = left.row(-1, named=True)
-    return [f"At the window's end {worst['label']} left {count(worst['backlog_tasks'])} tasks "
-            f"waiting ({(worst['backlog_task_s'] or 0) / 3600:,.0f} task-hours of work left, "
-            f"the most on the {cluster} cluster)."]
+    hours = (worst["backlog_task_s"] or 0) / 3600
+    most = runs.sort(["backlog_task_s", "label"], nulls_last=False).row(-1, named=True)
+    text = (f"At the window's end {worst['label']} left {count(worst['backlog_tasks'])} tasks "
+            f"waiting ({hours:,.0f} task-hours of work left, running tasks included")
+    if (most["backlog_task_s"] or 0) <= (worst["backlog_task_s"] or 0):
+        return [f"{text}, the most on the {cluster} cluster)."]
+    return [f"{text}; the most work left on the {cluster} cluster: {most['label']}, "
+            f"{(most['backlog_task_s'] or 0) / 3600:,.0f} task-hours)."]

@@ -197,6 +197,25 @@ def test_the_recorded_cluster_is_a_reference_never_the_answer(
     assert row.rstrip().endswith("| \u2013 |")  # no tolerance verdict for a reference
 
 
+@pytest.mark.parametrize(("work_h", "ending"), [
+    ((464, 969, 1_088), "; the most work left on the fixed cluster: container-packing, "
+                        "1,088 task-hours)."),
+    ((2_000, 969, 1_088), ", the most on the fixed cluster)."),
+])
+def test_observations_name_the_most_work_left_only_when_it_is(
+        work_h: tuple[int, ...], ending: str) -> None:
+    """Work left counts running tasks too: the run with tasks waiting (29-day trace: recorded)
+    need not be the one that left the most work (there, container-packing)."""
+    from pipeline.report.observations import _backlog
+
+    runs = pl.DataFrame({"label": ["recorded", "yarn-uniform", "container-packing"],
+                         "backlog_tasks": [11.0, 0.0, 0.0],
+                         "backlog_task_s": [3600.0 * h for h in work_h]})
+    [line] = _backlog(runs, "fixed")
+    assert line == (f"At the window's end recorded left 11 tasks waiting ({work_h[0]:,} "
+                    f"task-hours of work left, running tasks included{ending}")
+
+
 def test_observations_state_the_work_lost_to_preemption_alone() -> None:
     """The preemption sentence quotes the work preemptions lost, not evictions' as well."""
     from pipeline.report.observations import observations
