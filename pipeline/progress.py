@@ -1,8 +1,9 @@
 """Progress of long work, shown the way the output is read.
 
 On a terminal: a tqdm bar, redrawn in place.  Elsewhere (a log file, CI, ``dvc repro``
-piped somewhere): a plain line every ``LOG_EVERY_S`` seconds and one at the end of work that
-took that long, so a long stage is visibly alive without filling the log with bar redraws
+piped somewhere): a plain line every ``LOG_EVERY_S`` seconds, with the time taken and the
+time left at the pace so far (as the bar shows it), and one at the end of work that took
+that long, so a long stage is visibly alive without filling the log with bar redraws
 (and a short one, or one that fails, prints nothing but its result or its one-line error).
 Progress goes to stderr; stdout stays for the verbs' JSON results.
 """
@@ -42,7 +43,8 @@ class Progress:
         if self._bar is not None:
             self._bar.update(max(0.0, min(self.done, self.total) - self._bar.n))
         elif self.enabled and time.monotonic() - self._logged >= LOG_EVERY_S:
-            self._line(f"{self._share()} ({self.done:,.0f}/{self.total:,.0f} {self.unit})")
+            self._line(f"{self._share()} ({self.done:,.0f}/{self.total:,.0f} {self.unit}"
+                       f"{self._pace()})")
 
     def close(self, failed: bool = False) -> None:
         """Finish the display (a last line when not on a terminal, if it wrote any)."""
@@ -56,6 +58,15 @@ class Progress:
     def _share(self) -> str:
         return f"{100 * min(self.done / self.total, 1.0):.0f}%" if self.total > 0 else "?"
 
+    def _pace(self) -> str:
+        """``, 2 min taken, about 31 min left`` (the left part once something is done): a
+        long run's log says when to come back, and a hopeless one says so early."""
+        taken = time.monotonic() - self._started
+        text = f", {duration(taken)} taken"
+        if 0 < self.done < self.total:
+            text += f", about {duration(taken * (self.total - self.done) / self.done)} left"
+        return text
+
     def _line(self, what: str) -> None:
         self._logged = time.monotonic()
         self._lines += 1
@@ -66,3 +77,14 @@ class Progress:
 
     def __exit__(self, *exc: object) -> None:
         self.close(failed=exc[0] is not None)
+
+
+def duration(seconds: float) -> str:
+    """A duration as a person reads it: ``45 s``, ``12 min``, ``3.4 h``, ``9 days``."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} days"
