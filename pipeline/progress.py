@@ -16,6 +16,8 @@ from typing import TextIO
 
 from tqdm import tqdm
 
+from pipeline.humanize import duration
+
 LOG_EVERY_S = 30.0
 
 
@@ -78,13 +80,3 @@ class Progress:
     def __exit__(self, *exc: object) -> None:
         self.close(failed=exc[0] is not None)
 
-
-def duration(seconds: float) -> str:
-    """A duration as a person reads it: ``45 s``, ``12 min``, ``3.4 h``, ``9 days``."""
-    if seconds < 59.5:  # (bounds where the rounded figure would reach the next unit)
-        return f"{seconds:.0f} s"
-    if seconds < 59.5 * 60:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 47.95 * 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.0f} days"

@@ -13,17 +13,11 @@ from collections.abc import Callable, Sequence
 
 import polars as pl
 
+from pipeline.humanize import duration
+from pipeline.humanize import number as _num
+
 Format = Callable[[object], str]
 MISSING = "\u2013"  # an en dash: not measured
-
-
-def _num(value: object, digits: int = 3) -> str:
-    v = float(value)  # type: ignore[arg-type]
-    if v == 0:
-        return "0"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:.{digits}g}" if abs(v) >= 0.001 else f"{v:.1e}"
 
 
 def count(value: object) -> str:
@@ -46,18 +40,6 @@ def share(value: object) -> str:
 
 def index(value: object) -> str:
     return f"{float(value):.2f}"  # type: ignore[arg-type]
-
-
-def duration(value: object) -> str:
-    """Seconds in the unit that reads best: 0.94 s, 5.2 min, 3.1 h, 2.5 d."""
-    s = float(value)  # type: ignore[arg-type]
-    if abs(s) < 60:
-        return f"{_num(s, 2)} s"
-    if abs(s) < 3600:
-        return f"{s / 60:.1f} min"
-    if abs(s) < 2 * 86_400:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86_400:.1f} d"
 
 
 def task_hours(value: object) -> str:
