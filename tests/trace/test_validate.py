@@ -78,6 +78,26 @@ def test_each_defect_is_reported(tmp_path: Path, rows: list[tuple], defect: str)
     assert any(defect in p.check for p in report.problems), report.problems
 
 
+def test_row_defects_in_one_table_are_each_counted_with_an_example(tmp_path: Path) -> None:
+    """The row checks share one scan per table: each still gets its own count and example."""
+    machines, jobs, tasks = build([(float(k), 1.0, 1.0, 1.0, 0) for k in range(8)])
+    tasks[1].update(duration_s=0.0)
+    tasks[2].update(duration_s=-1.0, cpu=float("nan"))
+    tasks[5].update(mem=-2.0)
+    tasks[6].update(depends_on=["t6"])
+    machines[1].update(mem=float("inf"))
+    report = validate(write_trace(tmp_path / "t", machines, jobs, tasks))
+    found = [(p.table, p.check, p.rows, p.example) for p in report.problems]
+    assert found == [
+        ("machines", "mem must be > 0", 1, "m1"),
+        ("tasks", "duration_s must be finite and > 0", 2, found[1][3]),
+        ("tasks", "cpu must be finite and >= 0", 1, "t2"),
+        ("tasks", "mem must be finite and >= 0", 1, "t5"),
+        ("tasks", "task depends on itself", 1, "t6"),
+    ]
+    assert found[1][3] in ("t1", "t2")
+
+
 def test_missing_tables_columns_and_manifest(tmp_path: Path) -> None:
     report = validate(tmp_path)
     assert {p.check for p in report.problems} >= {"missing tasks.parquet",
