@@ -41,7 +41,12 @@ from pipeline.errors import TraceError
 from pipeline.trace.cycles import find_cycles
 from pipeline.trace.idsets import HashSpool, UniqueStrings, id_hashes
 from pipeline.trace.io import has_table, part_files, read_table, table_path
-from pipeline.trace.usagecheck import first_violation, missing_columns, usage_rows
+from pipeline.trace.usagecheck import (
+    check_connection,
+    first_violation,
+    missing_columns,
+    usage_rows,
+)
 
 BATCH_ROWS = 1 << 18
 
@@ -132,10 +137,8 @@ def _check_downtime(directory: Path, machine_ids: pl.Series) -> None:
 def _check_usage(directory: Path, task_files: list[Path]) -> None:
     """Raise at the first ``task_usage`` row breaking one of its rules."""
     usage_files = part_files(directory, "task_usage")
-    con = duckdb.connect()
+    con = check_connection()
     try:
-        con.execute("SET memory_limit='1GB'")
-        con.execute("SET disabled_optimizers = 'filter_pushdown'")  # NaN hides from stats
         try:
             missing = missing_columns(con, usage_files)
             if missing:

@@ -24,6 +24,22 @@ from pipeline.trace.schema import USAGE_TOLERANCE
 USAGE_COLUMNS = ("task_id", "start_s", "end_s", "cpu", "mem")
 
 
+def check_connection() -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection for the checkers: 1 GB of memory (spilling beyond), no filter
+    pushdown, no progress bar.
+
+    Parquet min/max statistics leave NaN out, so a filter pushed into the scan would skip a
+    row group holding NaN beside finite values and the isfinite() checks would miss it.
+    DuckDB draws its progress bar on stderr for queries over two seconds even when stderr is
+    a log file: on a full-size trace, ingest and replay logs filled with bars.
+    """
+    con = duckdb.connect()
+    con.execute("SET memory_limit='1GB'")
+    con.execute("SET disabled_optimizers = 'filter_pushdown'")
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
 @dataclass(frozen=True)
 class UsageRule:
     """One rule: the flag column's name, the field it is about, and the reason in words."""

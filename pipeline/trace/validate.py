@@ -20,7 +20,7 @@ from pipeline.trace.cycles import find_cycles
 from pipeline.trace.io import has_table, part_files
 from pipeline.trace.manifest import Manifest
 from pipeline.trace.schema import CONTRACT_COLUMNS, DEFAULTS, REQUIRED_TABLES, TABLES
-from pipeline.trace.usagecheck import USAGE_RULES, usage_rows
+from pipeline.trace.usagecheck import USAGE_RULES, check_connection, usage_rows
 
 
 @dataclass
@@ -112,11 +112,7 @@ def validate(directory: Path) -> Report:
     if not directory.is_dir():
         report.problems.append(Problem("trace", f"not a directory: {directory}"))
         return report
-    con = duckdb.connect()
-    con.execute("SET memory_limit='1GB'")
-    # Parquet min/max statistics leave NaN out: a filter pushed into the scan would skip a
-    # row group holding NaN beside finite values, and the isfinite() checks would miss it.
-    con.execute("SET disabled_optimizers = 'filter_pushdown'")
+    con = check_connection()
     present = _register_tables(con, directory, report)
     if set(REQUIRED_TABLES) <= present:
         _row_checks(con, report, present)

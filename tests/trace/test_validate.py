@@ -166,3 +166,16 @@ def test_nan_beside_finite_values_is_found(tmp_path: Path, table: str, column: s
     report = validate(write_trace(tmp_path / "t", machines, jobs, tasks))
     assert any(p.table == table and p.check.startswith(column) for p in report.problems), \
         report.problems
+
+
+def test_checkers_draw_no_progress_bar() -> None:
+    """DuckDB draws a bar on stderr for queries over 2 s, even into a log file."""
+    from pipeline.trace.usagecheck import check_connection
+
+    con = check_connection()
+    settings = dict(con.execute(
+        "SELECT name, value FROM duckdb_settings() WHERE name IN "
+        "('enable_progress_bar', 'disabled_optimizers')").fetchall())
+    con.close()
+    assert settings["enable_progress_bar"] == "false"
+    assert "filter_pushdown" in settings["disabled_optimizers"]
