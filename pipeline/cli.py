@@ -322,8 +322,9 @@ def sweep(
 ) -> None:
     """Replay traces x policies x parameter grid x seeds in parallel, skipping finished runs.
 
-    Runs this params file made before and its grid no longer holds are removed (and listed);
-    other runs under runs_dir are kept unless --prune.
+    Runs this params file made before and its grid no longer holds are removed (and listed),
+    as are the temporary directories killed runs left; other runs under runs_dir are kept
+    unless --prune.
     """
     from pipeline.sweep import sweep as run_sweep
 

@@ -22,6 +22,7 @@ from pipeline.errors import UsageError
 from pipeline.params import read_params
 from pipeline.sweep.grid import RunSpec, build_grid, check_specs
 from pipeline.sweep.runner import run_dask, run_serial
+from pipeline.trace.outdir import clean_abandoned
 
 __all__ = ["RunSpec", "build_grid", "read_params", "sweep", "sweep_runs"]
 
@@ -117,14 +118,17 @@ def _previous(trace_dir: Path, definition: str) -> set[Path]:
 def _prune(trace_dir: Path, specs: Sequence[RunSpec], definition: str,
            prune_all: bool) -> tuple[list[str], list[Path]]:
     """Remove this definition's runs the grid no longer holds (all foreign ones with
-    ``prune_all``); return the removed directories and the foreign ones kept."""
+    ``prune_all``) and what killed runs left (:func:`clean_abandoned`); return the removed
+    directories and the foreign ones kept."""
+    abandoned = [path for policy_dir in sorted(trace_dir.glob("*/"))
+                 for path in clean_abandoned(policy_dir)]
     current = {Path(s.out_dir) for s in specs}
     stale = _run_dirs(trace_dir) - current
     owned = _previous(trace_dir, definition)
     doomed = sorted(stale if prune_all else stale & owned)
     for path in doomed:
         shutil.rmtree(path)
-    return [str(p) for p in doomed], sorted(stale - set(doomed))
+    return [str(p) for p in abandoned + doomed], sorted(stale - set(doomed))
 
 
 def _write_index(trace_dir: Path, specs: Sequence[RunSpec], definition: str) -> Path:

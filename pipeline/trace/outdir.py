@@ -148,6 +148,25 @@ def clean_leftovers(out: Path) -> list[Path]:
     return removed
 
 
+def clean_abandoned(parent: Path) -> list[Path]:
+    """:func:`clean_leftovers` for every output in ``parent`` that has leftovers.
+
+    A killed run of an output that is never written again (a sweep's run whose key changed
+    with the code or the trace) would otherwise keep its temporary directory forever: the
+    cleaning in :func:`atomic_dir` only runs for the output being written.
+    """
+    names = set()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(parent):
+            match = _LEFTOVER.match(entry.name)
+            if match:
+                names.add(match["name"])
+    removed = []
+    for name in sorted(names):
+        removed += clean_leftovers(Path(parent) / name)
+    return removed
+
+
 def make_parents(path: Path) -> None:
     """Create the directories above ``path``; one line naming the culprit if that fails."""
     parent = Path(path).parent

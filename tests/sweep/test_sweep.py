@@ -228,6 +228,28 @@ def test_pruning_removes_only_this_sweeps_own_old_runs(trace: Path, tmp_path: Pa
     assert pruned["removed"] == [str(stray)] and not stray.exists()
 
 
+def test_what_killed_runs_left_is_removed_and_listed(trace: Path, tmp_path: Path) -> None:
+    """A replay killed mid-run leaves its temporary directory; when the run's key changes
+    (new code, an edited trace) nothing writes that output again, so the sweep cleans it."""
+    import subprocess
+    import sys
+
+    from pipeline.trace.outdir import Owner, host_name
+
+    params = _write(tmp_path / "params.yaml", {"sweep": _section(trace)})
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    dead = Owner(host_name(), int(child.stdout), 0)
+    policy_dir = tmp_path / "runs" / "t" / "yarn-uniform"
+    policy_dir.mkdir(parents=True)
+    killed = policy_dir / f".0123456789abcdef.tmp-0123abcd-{dead.tag()}"
+    killed.mkdir()
+    (killed / "task_runs.parquet").write_bytes(b"")  # half written
+    result = sweep(params, scheduler="serial", progress=False)
+    assert result["ran"] == 1 and result["removed"] == [str(killed)]
+    assert not killed.exists() and len(_finished(tmp_path)) == 1
+
+
 def test_an_edited_trace_gets_new_run_ids_and_is_swept_again(trace: Path,
                                                              tmp_path: Path) -> None:
     """Editing tasks.parquet (the trace still validates) changes its identity."""

@@ -17,6 +17,7 @@ from pipeline.trace import outdir
 from pipeline.trace.outdir import (
     Owner,
     atomic_dir,
+    clean_abandoned,
     clean_leftovers,
     current_owner,
     host_name,
@@ -59,6 +60,19 @@ def test_leftover_of_a_dead_process_is_removed_by_the_next_run(tmp_path: Path) -
     assert (out / "data.txt").read_text() == "new"
     assert other_output.exists()  # another output's leftovers are that output's business
     assert sorted(p.name for p in tmp_path.iterdir()) == [other_output.name, "trace"]
+
+
+def test_leftovers_of_outputs_never_written_again_are_cleaned_by_directory(
+        tmp_path: Path) -> None:
+    """A killed run whose output name is not used again (a sweep run of older code)."""
+    gone = [leftover(tmp_path / f"run{i}", "tmp", Owner(host_name(), dead_pid(), 0))
+            for i in range(2)]
+    live = leftover(tmp_path / "busy", "tmp", current_owner())
+    finished = tmp_path / "done"
+    finished.mkdir()
+    assert sorted(clean_abandoned(tmp_path)) == sorted(gone)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, "done"])
+    assert clean_abandoned(tmp_path / "missing") == []
 
 
 def test_temporaries_of_live_runs_are_kept(tmp_path: Path) -> None:
