@@ -26,28 +26,6 @@ __all__ = [
 ]
 
 ROW_GROUP_ROWS = 256 * 1024
-# Per-row unique ids: a dictionary page only adds a hash lookup per value and grows the file.
-UNIQUE_IDS = {"tasks": "task_id", "jobs": "job_id", "machines": "machine_id"}
-
-
-def dictionary_columns(name: str, schema: pa.Schema) -> list[str]:
-    """The Parquet column paths of table ``name`` written with dictionary pages.
-
-    Text, integer and boolean columns repeat few values (job ids, end events, machine ids,
-    priorities), where a dictionary makes pages smaller.  Floating-point columns (times,
-    durations, resources) are mostly distinct, and the table's own unique id is distinct by
-    definition: hashing those into a dictionary that overflows costs CPU and makes the file
-    larger, so they are written plain (on a 4.8 M-task Google 2011 table: 40% less write
-    time, 20% smaller).  List columns are named by their leaf (``NAME.list.element``).
-    """
-    paths = []
-    for field in schema:
-        kind = field.type.value_type if pa.types.is_list(field.type) else field.type
-        if pa.types.is_floating(kind) or field.name == UNIQUE_IDS.get(name):
-            continue
-        paths.append(f"{field.name}.list.element" if pa.types.is_list(field.type)
-                     else field.name)
-    return paths
 
 
 def table_path(directory: Path, name: str) -> Path:
@@ -99,9 +77,7 @@ def iter_batches(directory: Path, name: str, batch_rows: int = 65536) -> Iterato
 def write_table(directory: Path, name: str, table: pa.Table) -> Path:
     """Write ``table`` (conformed) as the single file ``NAME.parquet``."""
     path = table_path(directory, name)
-    table = conform(table, name)
-    pq.write_table(table, path, row_group_size=ROW_GROUP_ROWS, compression="zstd",
-                   use_dictionary=dictionary_columns(name, table.schema))
+    pq.write_table(conform(table, name), path, row_group_size=ROW_GROUP_ROWS, compression="zstd")
     return path
 
 
@@ -149,9 +125,7 @@ class PartWriter:
         path = self.root / f"part-{self._part:05d}.parquet"
         if self._schema is None:
             self._schema = TABLES[self.name]
-        self._writer = pq.ParquetWriter(path, self._schema, compression="zstd",
-                                        use_dictionary=dictionary_columns(self.name,
-                                                                          self._schema))
+        self._writer = pq.ParquetWriter(path, self._schema, compression="zstd")
         self._part += 1
         self._in_part = 0
 
