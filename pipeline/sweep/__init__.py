@@ -45,6 +45,11 @@ def sweep(params_path: Path = Path("params.yaml"), scheduler: str | None = None,
     root = Path(params_path).resolve().parent
     specs = build_grid(section, root, trace)
     check_specs(specs)
+    section_runs = runs_dir_of(section, root)
+    for name in sorted({s.trace for s in specs}):  # before any run: a killed sweep's are owned
+        trace_dir = section_runs / name
+        _claim(trace_dir, [s for s in specs if s.trace == name],
+               os.path.relpath(Path(params_path).resolve(), trace_dir))
     if scheduler == "serial":
         results = run_serial(specs, progress)
     else:
@@ -81,7 +86,11 @@ def sweep_runs(params_path: Path) -> list[Path]:
         if not (trace_dir / INDEX).is_file():
             raise UsageError(f"trace '{name}' has not been swept yet (run `tracereplay "
                              "sweep`)", trace_dir / INDEX)
-        runs += sorted(_previous(trace_dir, definition))
+        listed = _previous(trace_dir, definition)
+        if not listed and _previous(trace_dir, definition, claimed=True):
+            raise UsageError(f"trace '{name}' has no finished sweep yet (the last one was "
+                             "interrupted: run `tracereplay sweep`)", trace_dir / INDEX)
+        runs += sorted(listed)
     return runs
 
 
@@ -97,10 +106,12 @@ def read_index(path: Path) -> dict[str, Any]:
     if not isinstance(sweeps, dict):
         raise UsageError("not a sweep index (no 'sweeps' mapping)", path, field="sweeps")
     for name, entry in sweeps.items():
-        runs = entry.get("runs") if isinstance(entry, dict) else None
-        if not isinstance(runs, list) or not all(isinstance(r, str) and r for r in runs):
-            raise UsageError("not a sweep index: expected a list of run directories",
-                             path, field=f"sweeps.{name}.runs")
+        for key in ("runs", "claimed"):
+            runs = entry.get(key, [] if key == "claimed" else None) if isinstance(
+                entry, dict) else None
+            if not isinstance(runs, list) or not all(isinstance(r, str) and r for r in runs):
+                raise UsageError("not a sweep index: expected a list of run directories",
+                                 path, field=f"sweeps.{name}.{key}")
     return sweeps
 
 
@@ -109,10 +120,30 @@ def _run_dirs(trace_dir: Path) -> set[Path]:
     return {p.parent for p in trace_dir.glob("*/*/run.json")}
 
 
-def _previous(trace_dir: Path, definition: str) -> set[Path]:
-    """Run directories the last sweep of ``definition`` listed here."""
+def _previous(trace_dir: Path, definition: str, claimed: bool = False) -> set[Path]:
+    """Run directories the last sweep of ``definition`` listed here (``claimed``: and those
+    a sweep of it set out to make, finished or not: see :func:`_claim`)."""
     entry = read_index(trace_dir / INDEX).get(definition) or {}
-    return {trace_dir / str(run) for run in entry.get("runs", [])}
+    keys = ("runs", "claimed") if claimed else ("runs",)
+    return {trace_dir / str(run) for key in keys for run in entry.get(key, [])}
+
+
+def _claim(trace_dir: Path, specs: Sequence[RunSpec], definition: str) -> None:
+    """Record in the index, before running, the run directories this sweep will make.
+
+    A sweep that is killed never writes its index, so the runs it finished would belong to
+    no definition: kept forever as someone else's once the grid or the code moves on.
+    Claimed runs count as the definition's own when the next sweep prunes; ``load`` still
+    reads only the runs of the last sweep that finished (``runs``).
+    """
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    sweeps = read_index(trace_dir / INDEX)
+    entry = dict(sweeps.get(definition) or {})
+    new = {str(Path(s.out_dir).relative_to(trace_dir)) for s in specs}
+    entry.setdefault("runs", [])  # a first sweep, killed: no finished sweep to load yet
+    entry["claimed"] = sorted(set(entry.get("claimed", [])) | new)
+    sweeps[definition] = entry
+    _replace_index(trace_dir, sweeps)
 
 
 def _prune(trace_dir: Path, specs: Sequence[RunSpec], definition: str,
@@ -124,7 +155,7 @@ def _prune(trace_dir: Path, specs: Sequence[RunSpec], definition: str,
                  for path in clean_abandoned(policy_dir)]
     current = {Path(s.out_dir) for s in specs}
     stale = _run_dirs(trace_dir) - current
-    owned = _previous(trace_dir, definition)
+    owned = _previous(trace_dir, definition, claimed=True)
     doomed = sorted(stale if prune_all else stale & owned)
     for path in doomed:
         shutil.rmtree(path)
@@ -140,6 +171,10 @@ def _write_index(trace_dir: Path, specs: Sequence[RunSpec], definition: str) -> 
         "specs": [{k: v for k, v in json.loads(s.to_json()).items()
                    if k not in ("trace_dir", "out_dir", "files_dir")} for s in specs],
     }
+    return _replace_index(trace_dir, sweeps)
+
+
+def _replace_index(trace_dir: Path, sweeps: dict[str, Any]) -> Path:
     tmp = trace_dir / f".{INDEX}.tmp"
     tmp.write_text(json.dumps({"sweeps": sweeps}, indent=1, sort_keys=True) + "\n")
     tmp.replace(trace_dir / INDEX)

@@ -250,6 +250,35 @@ def test_what_killed_runs_left_is_removed_and_listed(trace: Path, tmp_path: Path
     assert not killed.exists() and len(_finished(tmp_path)) == 1
 
 
+def test_runs_a_killed_sweep_finished_are_its_own_next_time(
+        trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep killed after some runs never writes its index; those runs are still its own,
+    so when its grid changes the next sweep prunes them instead of keeping them forever."""
+    import pipeline.sweep as sweep_module
+
+    two_seeds = {"sweep": {**_section(trace), "seeds": [0, 1]}}
+    params = _write(tmp_path / "params.yaml", two_seeds)
+
+    def killed_after_one(specs: list[RunSpec], progress: bool) -> list[dict]:
+        run_one(specs[0])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep_module, "run_serial", killed_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(params, scheduler="serial", progress=False)
+    orphan = _finished(tmp_path)
+    assert len(orphan) == 1
+    monkeypatch.undo()
+    index = tmp_path / "runs" / "t" / "index.json"
+    with pytest.raises(UsageError, match="no finished sweep yet"):  # nothing to load
+        sweep_module.sweep_runs(params)
+    other = _write(tmp_path / "params.yaml", {"sweep": {**_section(trace), "seeds": [2]}})
+    result = sweep(other, scheduler="serial", progress=False)
+    assert result["ran"] == 1 and result["removed"] == [str(p) for p in orphan]
+    assert result["kept_other"] == 0 and not orphan & _finished(tmp_path)
+    assert "claimed" not in json.loads(index.read_text())["sweeps"]["../../params.yaml"]
+
+
 def test_an_edited_trace_gets_new_run_ids_and_is_swept_again(trace: Path,
                                                              tmp_path: Path) -> None:
     """Editing tasks.parquet (the trace still validates) changes its identity."""
