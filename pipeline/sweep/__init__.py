@@ -45,11 +45,10 @@ def sweep(params_path: Path = Path("params.yaml"), scheduler: str | None = None,
     root = Path(params_path).resolve().parent
     specs = build_grid(section, root, trace)
     check_specs(specs)
-    section_runs = runs_dir_of(section, root)
     for name in sorted({s.trace for s in specs}):  # before any run: a killed sweep's are owned
-        trace_dir = section_runs / name
+        trace_dir = runs_dir_of(section, root) / name
         _claim(trace_dir, [s for s in specs if s.trace == name],
-               os.path.relpath(Path(params_path).resolve(), trace_dir))
+               _definition(params_path, trace_dir))
     if scheduler == "serial":
         results = run_serial(specs, progress)
     else:
@@ -57,8 +56,7 @@ def sweep(params_path: Path = Path("params.yaml"), scheduler: str | None = None,
     removed, kept, indexes = [], [], []
     for name in sorted({s.trace for s in specs}):
         trace_dir = runs_dir_of(section, root) / name
-        # the params file as seen from the index: the same wherever the project is cloned
-        definition = os.path.relpath(Path(params_path).resolve(), trace_dir)
+        definition = _definition(params_path, trace_dir)
         mine = [s for s in specs if s.trace == name]
         gone, others = _prune(trace_dir, mine, definition, prune)
         removed += gone
@@ -67,6 +65,12 @@ def sweep(params_path: Path = Path("params.yaml"), scheduler: str | None = None,
     return {"runs": len(specs), "skipped": sum(r["skipped"] for r in results),
             "ran": sum(not r["skipped"] for r in results), "removed": removed,
             "kept_other": len(kept), "indexes": indexes}
+
+
+def _definition(params_path: Path, trace_dir: Path) -> str:
+    """The params file as an index names it: relative to the index, so the same wherever
+    the project is cloned."""
+    return os.path.relpath(Path(params_path).resolve(), trace_dir)
 
 
 def runs_dir_of(section: dict[str, Any], root: Path) -> Path:
@@ -82,7 +86,7 @@ def sweep_runs(params_path: Path) -> list[Path]:
     runs = []
     for name in sorted(section.get("traces") or {}):
         trace_dir = runs_dir / name
-        definition = os.path.relpath(Path(params_path).resolve(), trace_dir)
+        definition = _definition(params_path, trace_dir)
         if not (trace_dir / INDEX).is_file():
             raise UsageError(f"trace '{name}' has not been swept yet (run `tracereplay "
                              "sweep`)", trace_dir / INDEX)
@@ -106,7 +110,7 @@ def read_index(path: Path) -> dict[str, Any]:
     if not isinstance(sweeps, dict):
         raise UsageError("not a sweep index (no 'sweeps' mapping)", path, field="sweeps")
     for name, entry in sweeps.items():
-        for key in ("runs", "claimed"):
+        for key in ("runs", "claimed"):  # "claimed" is there only while a sweep runs
             runs = entry.get(key, [] if key == "claimed" else None) if isinstance(
                 entry, dict) else None
             if not isinstance(runs, list) or not all(isinstance(r, str) and r for r in runs):
