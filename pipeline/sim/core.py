@@ -458,7 +458,8 @@ class Simulation(Operations, Speculating, Contended):
         self._incoming.clear()
         order = np.lexsort((self.tasks.row[slots], enter))
         slots = slots[order]
-        self.queue.append(slots, enter[order], np.take(self.tasks.req, slots, axis=0))
+        self.queue.append(slots, enter[order], np.take(self.tasks.req, slots, axis=0),
+                          self.tasks.job[slots])
         self.needs_decision = True
 
     # -- the window's end ------------------------------------------------------------

@@ -292,12 +292,14 @@ class PendingView(_TaskColumns):
     """Pending requests in queue order; each attribute is gathered on first access."""
 
     def __init__(self, now: float, slots: np.ndarray, table: object,
-                 req: np.ndarray | None = None) -> None:
+                 req: np.ndarray | None = None, job: np.ndarray | None = None) -> None:
         self.now = now
         self._slots = slots
         self._t = table
-        if req is not None:  # the core keeps requests in queue order already
+        if req is not None:  # the core keeps requests and jobs in queue order already
             self.__dict__["req"] = req
+        if job is not None:
+            self.__dict__["job"] = job
 
     @cached_property
     def submit_s(self) -> np.ndarray:

@@ -89,7 +89,7 @@ class Operations:
 
     def pending_view(self: Simulation, at: float) -> PendingView:
         return PendingView(at, readonly(self.queue.slots), self.tasks,
-                           req=readonly(self.queue.req))
+                           req=readonly(self.queue.req), job=readonly(self.queue.job))
 
     def running_view(self: Simulation, at: float) -> RunningView:
         """The running containers (slot order), for policies that preempt or speculate."""

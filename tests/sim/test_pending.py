@@ -1,0 +1,41 @@
+"""The pending queue keeps its columns aligned through appends, removals and regrowth."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.sim.pending import PendingQueue
+
+
+def _entries(first: int, k: int) -> tuple[np.ndarray, ...]:
+    slots = np.arange(first, first + k, dtype=np.int64)
+    return (slots, slots * 0.5, np.stack([slots, slots + 1, slots + 2], axis=1) * 1.0,
+            (slots % 7).astype(np.int32))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.lists(st.integers(0, 60), max_size=20)),
+                min_size=1, max_size=30))
+def test_columns_follow_their_slots(steps: list[tuple[int, list[int]]]) -> None:
+    """Each live entry's time, request and job stay those appended with its slot, in
+    queue order, whatever was removed (and however often the buffer moved or grew)."""
+    q = PendingQueue(capacity=4)
+    model: list[int] = []
+    nxt = 0
+    for k, picks in steps:
+        slots, enter, req, job = _entries(nxt, k)
+        q.append(slots, enter, req, job)
+        model.extend(slots.tolist())
+        nxt += k
+        index = np.unique([i for i in picks if i < len(model)]).astype(np.int64)
+        removed = q.remove(index)
+        assert removed.tolist() == [model[i] for i in index]
+        model = [s for i, s in enumerate(model) if i not in set(index.tolist())]
+        live = np.array(model, dtype=np.int64)
+        assert q.slots.tolist() == model
+        np.testing.assert_array_equal(q.enter, live * 0.5)
+        np.testing.assert_array_equal(q.req, np.stack([live, live + 1, live + 2], axis=1))
+        assert q.job.dtype == np.int32
+        np.testing.assert_array_equal(q.job, live % 7)
