@@ -34,12 +34,37 @@ from pipeline.policies.locality.gate import pick, refresh_local, taken
 EPS = 1e-9
 
 
+# Vectors inside the kernel are 3-tuples of floats, read from rows by index: a row *view*
+# (``a[i]``) is a new array whose creation and release each cost an atomic reference count
+# update, and in the per-container loop those updates were most of the kernel's time.
+
 @njit(cache=True)
-def greater(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calc: int) -> bool:
+def _row(a: np.ndarray, i: int) -> tuple[float, float, float]:
+    return (a[i, 0], a[i, 1], a[i, 2])
+
+
+@njit(cache=True)
+def _vec(a: np.ndarray) -> tuple[float, float, float]:
+    return (a[0], a[1], a[2])
+
+
+@njit(cache=True)
+def _plus(a: tuple, b: tuple) -> tuple[float, float, float]:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+@njit(cache=True)
+def _gt(a: tuple, b: tuple, cluster: np.ndarray, calc: int) -> bool:
     """``Resources.greaterThan``: memory, or shares compared largest first (DRC)."""
     if calc == 0:
         return a[1] > b[1] + EPS
     return _shares_greater(a[0], a[1], a[2], b[0], b[1], b[2], cluster)
+
+
+@njit(cache=True)
+def greater(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calc: int) -> bool:
+    """:func:`_gt` of two arrays."""
+    return _gt(_vec(a), _vec(b), cluster, calc)
 
 
 @njit(cache=True)
@@ -73,16 +98,7 @@ def _shares_greater(a0: float, a1: float, a2: float, b0: float, b1: float, b2: f
 
 
 @njit(cache=True)
-def _sum_greater(a: np.ndarray, r: np.ndarray, b: np.ndarray, cluster: np.ndarray,
-                 calc: int) -> bool:
-    """``greater(a + r, b)`` without building ``a + r``."""
-    if calc == 0:
-        return a[1] + r[1] > b[1] + EPS
-    return _shares_greater(a[0] + r[0], a[1] + r[1], a[2] + r[2], b[0], b[1], b[2], cluster)
-
-
-@njit(cache=True)
-def ratio(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calc: int) -> float:
+def _ratio(a: tuple, b: tuple, cluster: np.ndarray, calc: int) -> float:
     """``rc.divide``: memory ratio, or dominant share ratio."""
     if calc == 0:
         return a[1] / b[1] if b[1] > 0 else np.inf
@@ -96,16 +112,25 @@ def ratio(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calc: int) -> float
 
 
 @njit(cache=True)
-def _round_into(x: np.ndarray, minimum: np.ndarray, calc: int, up: bool,
-                out: np.ndarray) -> None:
+def ratio(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calc: int) -> float:
+    """:func:`_ratio` of two arrays."""
+    return _ratio(_vec(a), _vec(b), cluster, calc)
+
+
+@njit(cache=True)
+def _round1(x: float, step: float, on: bool, up: bool) -> float:
+    if step > 0 and on:
+        q = x / step
+        return (np.ceil(q - EPS) if up else np.floor(q + EPS)) * step
+    return x
+
+
+@njit(cache=True)
+def _rounded(x: tuple, minimum: np.ndarray, calc: int, up: bool) -> tuple[float, float, float]:
     """``x`` rounded to multiples of the minimum allocation (memory only with the default
-    calculator), written to ``out`` (which may be ``x``)."""
-    for r in range(3):
-        if minimum[r] > 0 and (calc == 1 or r == 1):
-            q = x[r] / minimum[r]
-            out[r] = (np.ceil(q - EPS) if up else np.floor(q + EPS)) * minimum[r]
-        else:
-            out[r] = x[r]
+    calculator)."""
+    return (_round1(x[0], minimum[0], calc == 1, up), _round1(x[1], minimum[1], True, up),
+            _round1(x[2], minimum[2], calc == 1, up))
 
 
 @njit(cache=True)
@@ -113,47 +138,38 @@ def user_limit(cap: np.ndarray, queue_used: np.ndarray, active_used: np.ndarray,
                active_w: float, mulp: float, ulf: float, qmax: np.ndarray,
                minimum: np.ndarray, cluster: np.ndarray, calc: int) -> np.ndarray:
     """``UsersManager.computeUserLimit`` (active users); see formulas.user_limit."""
+    lim = _user_limit(_vec(cap), _vec(queue_used), _vec(active_used), active_w, mulp, ulf,
+                      _vec(qmax), minimum, cluster, calc)
     out = np.empty(3)
-    user_limit_into(cap, queue_used, active_used, active_w, mulp, ulf, qmax, minimum,
-                    cluster, calc, np.empty((5, 3)), out)
+    out[0], out[1], out[2] = lim
     return out
 
 
 @njit(cache=True)
-def user_limit_into(cap: np.ndarray, queue_used: np.ndarray, active_used: np.ndarray,
-                    active_w: float, mulp: float, ulf: float, qmax: np.ndarray,
-                    minimum: np.ndarray, cluster: np.ndarray, calc: int, scratch: np.ndarray,
-                    out: np.ndarray) -> None:
-    """:func:`user_limit` written to ``out``, with ``scratch`` (5, 3) as working rows (the
-    kernel computes it once per container: no allocation)."""
-    c, current, by_users, by_pct, mx = scratch[0], scratch[1], scratch[2], scratch[3], scratch[4]
-    c[:] = minimum if greater(minimum, cap, cluster, calc) else cap
-    if greater(c, queue_used, cluster, calc):
-        current[:] = c
-    else:
-        for r in range(3):
-            current[r] = queue_used[r] + minimum[r]
+def _user_limit(cap: tuple, queue_used: tuple, active_used: tuple, active_w: float,
+                mulp: float, ulf: float, qmax: tuple, minimum: np.ndarray,
+                cluster: np.ndarray, calc: int) -> tuple[float, float, float]:
+    """:func:`user_limit` of 3-tuples (the kernel computes it once per container)."""
+    mn = _vec(minimum)
+    c = mn if _gt(mn, cap, cluster, calc) else cap
+    current = c if _gt(c, queue_used, cluster, calc) else _plus(queue_used, mn)
     w = max(active_w, EPS)
     f = mulp / 100.0
-    for r in range(3):
-        by_users[r] = (active_used[r] + minimum[r]) / w
-        by_pct[r] = current[r] * f
-    limit = by_pct if greater(by_pct, by_users, cluster, calc) else by_users
-    if ulf < 0:
-        mx[:] = qmax
-    else:
-        for r in range(3):
-            mx[r] = c[r] * ulf
-    if greater(limit, mx, cluster, calc):
+    by_users = ((active_used[0] + mn[0]) / w, (active_used[1] + mn[1]) / w,
+                (active_used[2] + mn[2]) / w)
+    by_pct = (current[0] * f, current[1] * f, current[2] * f)
+    limit = by_pct if _gt(by_pct, by_users, cluster, calc) else by_users
+    mx = qmax if ulf < 0 else (c[0] * ulf, c[1] * ulf, c[2] * ulf)
+    if _gt(limit, mx, cluster, calc):
         limit = mx
-    _round_into(limit, minimum, calc, True, out)
+    return _rounded(limit, minimum, calc, True)
 
 
 @njit(cache=True)
-def _fits_path(q: int, r: np.ndarray, q_used: np.ndarray, q_max: np.ndarray,
+def _fits_path(q: int, r: tuple, q_used: np.ndarray, q_max: np.ndarray,
                q_parent: np.ndarray, cluster: np.ndarray, calc: int) -> bool:
     while q >= 0:
-        if _sum_greater(q_used[q], r, q_max[q], cluster, calc):
+        if _gt(_plus(_row(q_used, q), r), _row(q_max, q), cluster, calc):
             return False
         q = q_parent[q]
     return True
@@ -165,16 +181,17 @@ def _before(a: int, b: int, q_used: np.ndarray, q_guar: np.ndarray, q_prio: np.n
     """Whether child queue ``a`` goes before ``b`` (PriorityUtilizationQueueOrderingPolicy)."""
     if q_access[a] != q_access[b]:
         return q_access[a]
-    ra = ratio(q_used[a], q_guar[a], cluster, calc)
-    rb = ratio(q_used[b], q_guar[b], cluster, calc)
+    ra = _ratio(_row(q_used, a), _row(q_guar, a), cluster, calc)
+    rb = _ratio(_row(q_used, b), _row(q_guar, b), cluster, calc)
     if use_prio and q_prio[a] != q_prio[b] and (ra < 1.0) == (rb < 1.0):
         return q_prio[a] > q_prio[b]
     if use_prio and (ra < 1.0) != (rb < 1.0):
         return ra < 1.0
     if abs(ra - rb) > EPS:
         return ra < rb
-    ga = ratio(q_guar[a], cluster, cluster, calc)
-    gb = ratio(q_guar[b], cluster, cluster, calc)
+    total = _vec(cluster)
+    ga = _ratio(_row(q_guar, a), total, cluster, calc)
+    gb = _ratio(_row(q_guar, b), total, cluster, calc)
     if abs(ga - gb) > EPS:
         return ga > gb
     return a < b
@@ -189,8 +206,8 @@ def _can_activate(leaf, p, r, leaf_apps, leaf_max_apps, pair_apps, leaf_user_max
         return False
     if zero_am and am_used[leaf, 0] <= 0 and am_used[leaf, 1] <= 0 and am_used[leaf, 2] <= 0:
         return True
-    return leaf_apps[leaf] == 0 or not _sum_greater(am_used[leaf], r, am_limit[leaf], cluster,
-                                                    calc)
+    return leaf_apps[leaf] == 0 or not _gt(_plus(_row(am_used, leaf), r), _row(am_limit, leaf),
+                                           cluster, calc)
 
 
 @njit(cache=True)
@@ -208,54 +225,6 @@ def _pick_leaf(q_alive, q_kids_lo, q_kids, q_used, q_guar, q_prio, q_use_prio, q
             return -1
         q = best
     return q
-
-
-@njit(cache=True)
-def _choose_app(q, leaf, lim, first, leaf_app_hi, blocked, nxt, app_hi, app_pair, pair_w,
-                pair_used, req, req_idx, app_started, leaf_apps, leaf_max_apps, pair_apps,
-                leaf_user_max_apps, am_used, am_limit, zero_am, free, q_used, q_max, q_parent,
-                leaf_fair, leaf_sbw, app_used_mem, app_demand_mem, cluster, minimum, calc,
-                ulim):
-    """The application of leaf ``leaf`` that gets the next container (-1: none can);
-    applications that cannot take one in this pass are marked ``blocked`` (``ulim``: a
-    scratch row for the user's limit)."""
-    chosen = -1
-    best_key = np.inf
-    while first[leaf] < leaf_app_hi[leaf] and (
-            blocked[first[leaf]] or nxt[first[leaf]] >= app_hi[first[leaf]]):
-        first[leaf] += 1
-    for a in range(first[leaf], leaf_app_hi[leaf]):
-        if blocked[a] or nxt[a] >= app_hi[a]:
-            continue
-        p = app_pair[a]
-        for k in range(3):
-            ulim[k] = lim[k] * pair_w[p]
-        _round_into(ulim, minimum, calc, False, ulim)
-        if greater(pair_used[p], ulim, cluster, calc):
-            continue  # user over its limit (a '>' check: at the limit may still take one)
-        r = req[req_idx[nxt[a]]]
-        if not app_started[a] and not _can_activate(
-                leaf, p, r, leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
-                am_used, am_limit, zero_am, cluster, calc):
-            blocked[a] = True
-            continue
-        fits = True
-        for k in range(3):
-            if r[k] > free[k] + EPS:
-                fits = False
-        if not fits or not _fits_path(q, r, q_used, q_max, q_parent, cluster, calc):
-            blocked[a] = True
-            continue
-        if not leaf_fair[leaf]:
-            chosen = a
-            break
-        key = app_used_mem[a]
-        if leaf_sbw[leaf]:
-            key = key / max(np.log2(1.0 + app_demand_mem[a]), EPS)
-        if key < best_key - EPS:
-            best_key = key
-            chosen = a
-    return chosen
 
 
 @njit(cache=True)
@@ -297,8 +266,6 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
                 q_alive[q] = True
                 q = q_parent[q]
     blocked = np.zeros(len(app_lo), dtype=np.bool_)
-    scratch = np.empty((7, 3))  # working rows: no allocation per container
-    lim, ulim = scratch[5], scratch[6]
     nxt = app_lo.copy() if nd < 0 else nxt_all
     first = leaf_app_lo.copy()  # apps before it are done or blocked (skipped for speed)
     n = 0
@@ -308,18 +275,47 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
         if q < 0:
             break
         leaf = q_leaf[q]
-        user_limit_into(leaf_cap[leaf], q_used[q], leaf_active_used[leaf],
-                        leaf_active_w[leaf], leaf_mulp[leaf], leaf_ulf[leaf], leaf_max[leaf],
-                        minimum, cluster, calc, scratch, lim)
+        lim = _user_limit(_row(leaf_cap, leaf), _row(q_used, q), _row(leaf_active_used, leaf),
+                          leaf_active_w[leaf], leaf_mulp[leaf], leaf_ulf[leaf],
+                          _row(leaf_max, leaf), minimum, cluster, calc)
         i = -1
         typ = -1
         while True:
-            chosen = _choose_app(q, leaf, lim, first, leaf_app_hi, blocked, nxt, app_hi,
-                                 app_pair, pair_w, pair_used, req, req_idx, app_started,
-                                 leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
-                                 am_used, am_limit, zero_am, free, q_used, q_max, q_parent,
-                                 leaf_fair, leaf_sbw, app_used_mem, app_demand_mem, cluster,
-                                 minimum, calc, ulim)
+            # the application of the leaf that gets the next container (-1: none can);
+            # applications that cannot take one in this pass are marked ``blocked``.  Kept
+            # inline: a call passing these ~30 arrays cost more than the choice itself
+            chosen = -1
+            best_key = np.inf
+            while first[leaf] < leaf_app_hi[leaf] and (
+                    blocked[first[leaf]] or nxt[first[leaf]] >= app_hi[first[leaf]]):
+                first[leaf] += 1
+            for a in range(first[leaf], leaf_app_hi[leaf]):
+                if blocked[a] or nxt[a] >= app_hi[a]:
+                    continue
+                p = app_pair[a]
+                w = pair_w[p]
+                ulim = _rounded((lim[0] * w, lim[1] * w, lim[2] * w), minimum, calc, False)
+                if _gt(_row(pair_used, p), ulim, cluster, calc):
+                    continue  # user over its limit (a '>' check: at the limit may take one)
+                r = _row(req, req_idx[nxt[a]])
+                if not app_started[a] and not _can_activate(
+                        leaf, p, r, leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
+                        am_used, am_limit, zero_am, cluster, calc):
+                    blocked[a] = True
+                    continue
+                if (r[0] > free[0] + EPS or r[1] > free[1] + EPS or r[2] > free[2] + EPS
+                        or not _fits_path(q, r, q_used, q_max, q_parent, cluster, calc)):
+                    blocked[a] = True
+                    continue
+                if not leaf_fair[leaf]:
+                    chosen = a
+                    break
+                key = app_used_mem[a]
+                if leaf_sbw[leaf]:
+                    key = key / max(np.log2(1.0 + app_demand_mem[a]), EPS)
+                if key < best_key - EPS:
+                    best_key = key
+                    chosen = a
             if nd < 0 or chosen < 0:
                 break
             # a heartbeat: the gate picks the application's request, or it lets the node pass
@@ -328,7 +324,7 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
                           has_in, fit_req, node_free, n_noin, c_out, n_loc, rack_ptr,
                           rack_lst, rack, app_of, miss, level, since, visits, app_ready,
                           allow, bits)
-            if i >= 0 and _fits_path(q, req[i], q_used, q_max, q_parent, cluster, calc):
+            if i >= 0 and _fits_path(q, _row(req, i), q_used, q_max, q_parent, cluster, calc):
                 break
             blocked[chosen] = True  # the next application in the leaf's order
         if chosen < 0:
@@ -350,11 +346,12 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
         else:
             taken(kind, i, typ, a, app_job[a], now, p0, full_reset, done, has_in, c_out,
                   n_noin, miss, level, since)
-        r = req[i]
+        r = _row(req, i)
         out[n] = i
         n += 1
         if nd < 0:
-            free -= r
+            for k in range(3):
+                free[k] -= r[k]
             nxt[a] += 1
         else:  # the node holds the raw request too (fit_req: the larger of the two)
             for k in range(3):
@@ -364,20 +361,24 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
             n_touched = refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of,
                                       ident, fit_req, node_free, best, touched, n_touched,
                                       allow, bits)
-        pair_used[p] += r
-        leaf_active_used[leaf] += r
+        for k in range(3):
+            pair_used[p, k] += r[k]
+            leaf_active_used[leaf, k] += r[k]
         app_used_mem[a] += r[1]
         up = q
         while up >= 0:
-            q_used[up] += r
+            for k in range(3):
+                q_used[up, k] += r[k]
             up = q_parent[up]
         if not app_started[a]:
             app_started[a] = True
-            am_used[leaf] += r
+            for k in range(3):
+                am_used[leaf, k] += r[k]
             leaf_apps[leaf] += 1
             pair_apps[p] += 1
         pair_left[p] -= 1
         if pair_left[p] == 0:  # no more pending: the user stops being active
-            leaf_active_used[leaf] -= pair_used[p]
+            for k in range(3):
+                leaf_active_used[leaf, k] -= pair_used[p, k]
             leaf_active_w[leaf] -= pair_w[p]
     return n
