@@ -33,6 +33,7 @@ import numpy as np
 from numba import njit
 
 from pipeline.errors import UsageError
+from pipeline.jit import helper
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.models import model_masks, pending_allow
 from pipeline.policies.nodeindex import NodeIndex
@@ -62,7 +63,7 @@ def parse_weights(text: str, names: tuple[str, ...], what: str) -> np.ndarray:
     return weights
 
 
-@njit(cache=True, inline="always")
+@helper
 def _tree_set(tree, p, i, value):
     """Set leaf ``i`` of a min segment tree (index of the minimum leaf kept at each node)."""
     j = (p + i) >> 1
@@ -73,7 +74,7 @@ def _tree_set(tree, p, i, value):
         j >>= 1
 
 
-@njit(cache=True)
+@helper
 def _argmin(tree, p):
     """Lowest leaf holding the minimum (ties to the lower index); -1 when all are inf."""
     if tree[1] == np.inf:

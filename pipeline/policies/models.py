@@ -11,15 +11,15 @@ request.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from pipeline.jit import helper
 from pipeline.sim.interface import NodeView, SchedView, _TaskColumns
 
 NO_MASK = np.zeros(0, np.int64)
 NO_BITS = np.zeros(1, np.int64)
 
 
-@njit(cache=True, inline="always")
+@helper
 def may_use(mask, bits, nd):  # pragma: no cover - compiled
     """Whether a request allowing the GPU models ``mask`` (0: any) may use node ``nd``
     (the nodes' model bits ``bits``)."""

@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.jit import helper
 from pipeline.policies import treap
 from pipeline.policies.locality.candidates import busy_holder
 from pipeline.policies.models import may_use, model_masks
@@ -57,6 +58,7 @@ from pipeline.policies.nodetree import (
     _least_used,
     _pick_low,
     _update,
+    drop_oldest,
     rebuild_states,
     sync,
     update_nodes,
@@ -65,7 +67,7 @@ from pipeline.policies.treap import leftmost, rightmost
 from pipeline.sim.interface import NodeView
 
 
-@njit(cache=True, inline="always")
+@helper
 def _dominates_failure(failed, n_failed, rc, rm, rg):
     for j in range(n_failed - 1, -1, -1):  # the latest failures first
         if rc >= failed[j, 0] and rm >= failed[j, 1] and rg >= failed[j, 2]:
@@ -73,16 +75,16 @@ def _dominates_failure(failed, n_failed, rc, rm, rg):
     return False
 
 
-@njit(cache=True, inline="always")
+@helper
 def _add_failure(failed, n_failed, rc, rm, rg):
     """Keep the minimal failures only (one dominating the new one is dropped); return count."""
     k = 0
     for j in range(n_failed):
         if not (failed[j, 0] >= rc and failed[j, 1] >= rm and failed[j, 2] >= rg):
-            failed[k] = failed[j]
+            failed[k, 0], failed[k, 1], failed[k, 2] = failed[j, 0], failed[j, 1], failed[j, 2]
             k += 1
     if k == failed.shape[0]:  # full: forget the oldest
-        failed[:-1] = failed[1:]
+        drop_oldest(failed)
         k -= 1
     failed[k, 0], failed[k, 1], failed[k, 2] = rc, rm, rg
     return k + 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.jit import helper
 from pipeline.policies.models import may_use
 from pipeline.policies.treap import erase, insert, leftmost
 
@@ -26,7 +27,7 @@ ROOT_BUSY, ROOT_ALL, ON_BUSY, ON_ALL, VISITS, SEARCHES = range(6)
 ADAPT_MIN, ADAPT_VISITS = 1024, 256
 
 
-@njit(cache=True, inline="always")
+@helper
 def _node_state(nd, cap, alloc, ncont, thr, key, val):
     """Key and room of node ``nd`` from its capacity and allocation."""
     mem = alloc[nd, 1] / cap[nd, 1] if cap[nd, 1] > 0 else 0.0
@@ -38,7 +39,7 @@ def _node_state(nd, cap, alloc, ncont, thr, key, val):
     val[nd, 3] = headroom if ncont[nd] > 0 and headroom >= 0 else -np.inf
 
 
-@njit(cache=True, inline="always")
+@helper
 def _set_leaf(nd, up, ncont, key, val, skey, sfree, cnt):
     """Write node ``nd``'s segment-tree leaf and update its ancestors."""
     p = skey.shape[0] // 2
@@ -61,7 +62,7 @@ def _set_leaf(nd, up, ncont, key, val, skey, sfree, cnt):
         i >>= 1
 
 
-@njit(cache=True, inline="always")
+@helper
 def dominated_by_failure(failed, n_failed, rc, rm, rg):  # pragma: no cover - compiled
     """Whether a request at least as large as one that fit nowhere this round is asked."""
     for f in range(n_failed):
@@ -70,17 +71,26 @@ def dominated_by_failure(failed, n_failed, rc, rm, rg):  # pragma: no cover - co
     return False
 
 
-@njit(cache=True, inline="always")
+@helper
 def remember_failure(failed, n_failed, rc, rm, rg):  # pragma: no cover - compiled
     """Record a request that fit nowhere (oldest dropped when full); return the new count."""
     if n_failed == failed.shape[0]:
-        failed[:-1] = failed[1:]
+        drop_oldest(failed)
         n_failed -= 1
     failed[n_failed, 0], failed[n_failed, 1], failed[n_failed, 2] = rc, rm, rg
     return n_failed + 1
 
 
-@njit(cache=True)
+@helper
+def drop_oldest(failed):  # pragma: no cover - compiled
+    """Shift the rows of ``failed`` one up, the first one out (no temporary array: a
+    :func:`~pipeline.jit.helper` allocates nothing)."""
+    for j in range(failed.shape[0] - 1):
+        for k in range(failed.shape[1]):
+            failed[j, k] = failed[j + 1, k]
+
+
+@helper
 def _least_used(skey, sfree, rc, rm, rg, stack, mask, bits, root, left, right, agg, val):
     """Lowest slot with the smallest key whose leaf fits (and whose GPU model the request's
     mask ``mask`` allows, :func:`~pipeline.policies.models.may_use`).
@@ -126,7 +136,7 @@ def _least_used(skey, sfree, rc, rm, rg, stack, mask, bits, root, left, right, a
     return best_i
 
 
-@njit(cache=True)
+@helper
 def _update(nd, cap, alloc, ncont, up, thr, key, val, pri, left, right, parent, agg, member,
             root, skey, sfree, cnt):
     """Re-file node ``nd`` after its allocation or state changed (in the trees in use)."""
@@ -145,7 +155,7 @@ def _update(nd, cap, alloc, ncont, up, thr, key, val, pri, left, right, parent, 
     _set_leaf(nd, up, ncont, key, val, skey, sfree, cnt)
 
 
-@njit(cache=True, inline="always")
+@helper
 def _pick_low(u, cnt, val, rc, rm, rg, mask, bits):
     """A random empty node that fits: the ``floor(u * count)``-th, else the next that fits."""
     total = cnt[1]

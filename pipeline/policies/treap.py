@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from numba import njit
 
+from pipeline.jit import helper
 from pipeline.policies.models import may_use
 
 
-@njit(cache=True, inline="always")
+@helper
 def _pull(t, left, right, agg, val):
     """Recompute ``agg[t]``; return whether it changed."""
     a, b = left[t], right[t]
@@ -38,7 +39,7 @@ def _pull(t, left, right, agg, val):
     return changed
 
 
-@njit(cache=True, inline="always")
+@helper
 def _rotate_up(x, left, right, parent, root, agg, val):
     """Rotate ``x`` above its parent."""
     p = parent[x]
@@ -65,7 +66,7 @@ def _rotate_up(x, left, right, parent, root, agg, val):
     _pull(x, left, right, agg, val)
 
 
-@njit(cache=True, inline="always")
+@helper
 def _pull_up(t, must, left, right, parent, agg, val):
     """Recompute maxima from ``t`` to the root: the first ``must`` nodes always, then only
     while something changes (an unchanged node leaves its ancestors unchanged)."""
@@ -76,7 +77,7 @@ def _pull_up(t, must, left, right, parent, agg, val):
         t = parent[t]
 
 
-@njit(cache=True)
+@helper
 def insert(root, member, node, left, right, parent, agg, val, key, pri):
     """Add ``node`` (its key and val already set)."""
     left[node] = -1
@@ -106,7 +107,7 @@ def insert(root, member, node, left, right, parent, agg, val, key, pri):
     _pull_up(parent[node], 0, left, right, parent, agg, val)
 
 
-@njit(cache=True)
+@helper
 def erase(root, member, node, left, right, parent, agg, val, pri):
     """Remove ``node`` (before its key changes)."""
     rotations = 0
@@ -131,12 +132,12 @@ def erase(root, member, node, left, right, parent, agg, val, pri):
     member[node] = False
 
 
-@njit(cache=True, inline="always")
+@helper
 def _fits(row, rc, rm, rg, rh):
     return row[0] >= rc and row[1] >= rm and row[2] >= rg and row[3] >= rh
 
 
-@njit(cache=True)
+@helper
 def leftmost(t, rc, rm, rg, rh, left, right, agg, val, stack, mask, bits):
     """The first node in key order that fits (and whose model ``mask`` allows), or -1
     (in-order walk, pruned by ``agg``)."""
@@ -155,7 +156,7 @@ def leftmost(t, rc, rm, rg, rh, left, right, agg, val, stack, mask, bits):
         t = right[t]
 
 
-@njit(cache=True)
+@helper
 def rightmost(t, bound, rc, rm, rg, rh, left, right, agg, val, key, stack, mask, bits):
     """The last node with key <= ``bound`` that fits (and whose model ``mask`` allows), or -1
     (reverse in-order walk)."""

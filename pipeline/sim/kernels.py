@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.jit import helper
 from pipeline.sim.tasks import (
     DONE,
     FREE,
@@ -31,7 +32,7 @@ UP = 2
 EPS = 1e-9  # relative slack in capacity checks (float sums of requests drift)
 
 
-@njit(cache=True, inline="always")
+@helper
 def heap_push(ht, hs, hslot, hep, counters, time, slot, epoch):
     """Push ``(time, next seq, slot, epoch)``; the caller reserved room."""
     seq = counters[HEAP_SEQ]
@@ -47,7 +48,7 @@ def heap_push(ht, hs, hslot, hep, counters, time, slot, epoch):
     ht[i], hs[i], hslot[i], hep[i] = time, seq, slot, epoch
 
 
-@njit(cache=True, inline="always")
+@helper
 def heap_pop(ht, hs, hslot, hep, counters):
     """Remove the top entry (the caller read it first)."""
     n = counters[HEAP_N] - 1
@@ -178,7 +179,7 @@ def complete_until(limit, ht, hs, hslot, hep, counters,
     return 0, nf
 
 
-@njit(cache=True, inline="always")
+@helper
 def _release_node(nd, s, end, t_req, t_used, held, n_used, n_ncont, n_idle, n_dirty,
                   n_alloc, n_oalloc):
     """Give task ``s``'s resources on node ``nd`` back at time ``end`` (``held``: the
@@ -199,7 +200,7 @@ def _release_node(nd, s, end, t_req, t_used, held, n_used, n_ncont, n_idle, n_di
     n_dirty[nd] = True
 
 
-@njit(cache=True, inline="always")
+@helper
 def locality_level(inputs, nd, n_rack):
     """0 node-local (``nd`` holds the data), 1 rack-local (a node of ``nd``'s rack does),
     2 off-rack; ``inputs`` lists node slots, -1 padded (none: the data is on no node here,
@@ -217,7 +218,7 @@ def locality_level(inputs, nd, n_rack):
     return level
 
 
-@njit(cache=True, inline="always")
+@helper
 def run_time(duration, speed, mb, level, read_rate):
     """Seconds a task runs: ``duration`` is its run time on a speed-1.0 machine reading its
     ``mb`` MiB of input node-locally; the compute part scales with the machine's speed, the
@@ -229,7 +230,7 @@ def run_time(duration, speed, mb, level, read_rate):
     return compute / speed + mb / read_rate[level]
 
 
-@njit(cache=True, inline="always")
+@helper
 def _open_run(s, nd, now, work, first, ht, hs, hslot, hep, counters, t_flags, open_flag,
               inputs_flag, t_inp, t_input_mb, t_loc, t_read, t_epoch, n_rack, n_speed,
               read_rate, t_run_end):

@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.jit import helper
 from pipeline.sim.kernels import heap_pop, heap_push
 from pipeline.sim.tasks import (
     FREE,
@@ -94,7 +95,7 @@ def _build(indptr, seg_s, seg_e, seg_c, seg_m, fill, duration, out_bp, out_c, ou
     return k
 
 
-@njit(cache=True)
+@helper
 def _piece(lo, hi, bp, p):
     """Index of the piece of ``[lo, hi)`` in force at work ``p``."""
     a, z = lo, hi - 1
@@ -107,7 +108,7 @@ def _piece(lo, hi, bp, p):
     return a
 
 
-@njit(cache=True)
+@helper
 def work_integral(s, p, t_lo, t_hi, t_used, t_req, bp, vc, vm, cc, cm):
     """Usage x work of task ``s`` from work 0 to ``p`` (cpu, mem); a task without a profile
     uses its ``used`` (its mean) throughout."""

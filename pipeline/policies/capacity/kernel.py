@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.jit import helper
 from pipeline.policies.locality.gate import pick, refresh_local, taken
 
 EPS = 1e-9
@@ -38,22 +39,22 @@ EPS = 1e-9
 # (``a[i]``) is a new array whose creation and release each cost an atomic reference count
 # update, and in the per-container loop those updates were most of the kernel's time.
 
-@njit(cache=True)
+@helper
 def _row(a: np.ndarray, i: int) -> tuple[float, float, float]:
     return (a[i, 0], a[i, 1], a[i, 2])
 
 
-@njit(cache=True)
+@helper
 def _vec(a: np.ndarray) -> tuple[float, float, float]:
     return (a[0], a[1], a[2])
 
 
-@njit(cache=True)
+@helper
 def _plus(a: tuple, b: tuple) -> tuple[float, float, float]:
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
 
 
-@njit(cache=True)
+@helper
 def _gt(a: tuple, b: tuple, cluster: np.ndarray, calc: int) -> bool:
     """``Resources.greaterThan``: memory, or shares compared largest first (DRC)."""
     if calc == 0:
@@ -67,12 +68,12 @@ def greater(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calc: int) -> boo
     return _gt(_vec(a), _vec(b), cluster, calc)
 
 
-@njit(cache=True)
+@helper
 def _share(x: float, total: float) -> float:
     return x / total if total > 0 else 0.0
 
 
-@njit(cache=True)
+@helper
 def _descending(x: float, y: float, z: float) -> tuple[float, float, float]:
     """Three numbers largest first (a sorting network: no array, no allocation)."""
     if x < y:
@@ -84,7 +85,7 @@ def _descending(x: float, y: float, z: float) -> tuple[float, float, float]:
     return x, y, z
 
 
-@njit(cache=True)
+@helper
 def _shares_greater(a0: float, a1: float, a2: float, b0: float, b1: float, b2: float,
                     cluster: np.ndarray) -> bool:
     """DRC's comparison of two vectors given by their entries: the shares of the cluster,
@@ -97,7 +98,7 @@ def _shares_greater(a0: float, a1: float, a2: float, b0: float, b1: float, b2: f
     return False
 
 
-@njit(cache=True)
+@helper
 def _ratio(a: tuple, b: tuple, cluster: np.ndarray, calc: int) -> float:
     """``rc.divide``: memory ratio, or dominant share ratio."""
     if calc == 0:
@@ -117,7 +118,7 @@ def ratio(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calc: int) -> float
     return _ratio(_vec(a), _vec(b), cluster, calc)
 
 
-@njit(cache=True)
+@helper
 def _round1(x: float, step: float, on: bool, up: bool) -> float:
     if step > 0 and on:
         q = x / step
@@ -125,7 +126,7 @@ def _round1(x: float, step: float, on: bool, up: bool) -> float:
     return x
 
 
-@njit(cache=True)
+@helper
 def _rounded(x: tuple, minimum: np.ndarray, calc: int, up: bool) -> tuple[float, float, float]:
     """``x`` rounded to multiples of the minimum allocation (memory only with the default
     calculator)."""
@@ -145,7 +146,7 @@ def user_limit(cap: np.ndarray, queue_used: np.ndarray, active_used: np.ndarray,
     return out
 
 
-@njit(cache=True)
+@helper
 def _user_limit(cap: tuple, queue_used: tuple, active_used: tuple, active_w: float,
                 mulp: float, ulf: float, qmax: tuple, minimum: np.ndarray,
                 cluster: np.ndarray, calc: int) -> tuple[float, float, float]:
@@ -165,7 +166,7 @@ def _user_limit(cap: tuple, queue_used: tuple, active_used: tuple, active_w: flo
     return _rounded(limit, minimum, calc, True)
 
 
-@njit(cache=True)
+@helper
 def _fits_path(q: int, r: tuple, q_used: np.ndarray, q_max: np.ndarray,
                q_parent: np.ndarray, cluster: np.ndarray, calc: int) -> bool:
     while q >= 0:
@@ -175,7 +176,7 @@ def _fits_path(q: int, r: tuple, q_used: np.ndarray, q_max: np.ndarray,
     return True
 
 
-@njit(cache=True)
+@helper
 def _before(a: int, b: int, q_used: np.ndarray, q_guar: np.ndarray, q_prio: np.ndarray,
             use_prio: bool, q_access: np.ndarray, cluster: np.ndarray, calc: int) -> bool:
     """Whether child queue ``a`` goes before ``b`` (PriorityUtilizationQueueOrderingPolicy)."""
@@ -197,7 +198,7 @@ def _before(a: int, b: int, q_used: np.ndarray, q_guar: np.ndarray, q_prio: np.n
     return a < b
 
 
-@njit(cache=True)
+@helper
 def _can_activate(leaf, p, r, leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
                   am_used, am_limit, zero_am, cluster, calc) -> bool:
     """Application limits and the AM limit (the first application of a leaf always starts:
@@ -210,7 +211,7 @@ def _can_activate(leaf, p, r, leaf_apps, leaf_max_apps, pair_apps, leaf_user_max
                                            cluster, calc)
 
 
-@njit(cache=True)
+@helper
 def _pick_leaf(q_alive, q_kids_lo, q_kids, q_used, q_guar, q_prio, q_use_prio, q_access,
                cluster, calc) -> int:
     q = 0

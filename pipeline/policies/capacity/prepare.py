@@ -18,10 +18,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.jit import helper
+
 EPS = 1e-9
 
 
-@njit(cache=True, inline="always")
+@helper
 def _normalized(req: np.ndarray, i: int, minimum: np.ndarray, calc: int, r: int) -> float:
     """Resource ``r`` of request ``i`` rounded up to the minimum allocation (formulas.normalize:
     memory only with the default calculator, every resource with a minimum with the
@@ -101,7 +103,7 @@ def scan_running_parts(job, part, req, minimum, calc, first_seen, job_pair, n_pa
     return pair_used
 
 
-@njit(cache=True, inline="always")
+@helper
 def _count_alive(values, started, job_key, job_pair, am_req, mark, out, n, am_used, key_apps,
                  pair_apps) -> int:
     for i in range(len(values)):

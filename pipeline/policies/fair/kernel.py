@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.jit import helper
 from pipeline.policies.locality.gate import pick, refresh_local, taken
 from pipeline.policies.nodetree import (
     _least_used,
@@ -87,7 +88,7 @@ def _key(c, kind, weight, min_share, demand, usage, inv_total, rank):
     return (2.0, usage[c, 1], 0.0)  # weight 0: after every weighted sibling
 
 
-@njit(cache=True, inline="always")
+@helper
 def _kill(q, parent, alive):
     """Queue ``q`` has nothing left to place: take it out, and the parents it leaves empty."""
     if alive[q] <= 0:
@@ -101,7 +102,7 @@ def _kill(q, parent, alive):
         p = parent[p]
 
 
-@njit(cache=True)
+@helper
 def _fits_max(q, parent, usage, max_share, rc, rm, rg):
     while q >= 0:
         if (usage[q, 0] + rc > max_share[q, 0] * (1 + EPS) or
@@ -112,7 +113,7 @@ def _fits_max(q, parent, usage, max_share, rc, rm, rg):
     return True
 
 
-@njit(cache=True, inline="always")
+@helper
 def _seg_set(tv, ti, p, pos, value):
     """Set position ``pos`` of a min segment tree keeping the lowest position on ties."""
     x = p + pos
@@ -127,7 +128,7 @@ def _seg_set(tv, ti, p, pos, value):
         x >>= 1
 
 
-@njit(cache=True)
+@helper
 def _seg_argmin(tv, ti, p, lo, hi):
     """Lowest position with the smallest value in ``[lo, hi)``; -1 when all are inf."""
     best_v, best_i = np.inf, -1
@@ -147,13 +148,13 @@ def _seg_argmin(tv, ti, p, lo, hi):
     return best_i if best_v < np.inf else -1
 
 
-@njit(cache=True, inline="always")
+@helper
 def _app_key(a, parent, kind, weight, min_share, demand, usage, inv_total, rank):
     """Scalar key of application ``a``: apps of one leaf share a tier (no minimum, weight 1)."""
     return _key(a, kind[parent[a]], weight, min_share, demand, usage, inv_total, rank)[1]
 
 
-@njit(cache=True)
+@helper
 def _over_am(lf, r, am_used, am_limit):
     """Whether an AM of size ``r`` would take leaf ``lf`` over its AM limit (maxAMShare)."""
     for k in range(3):  # noqa: SIM110 (numba compiles loops, not any())
@@ -162,7 +163,7 @@ def _over_am(lf, r, am_used, am_limit):
     return False
 
 
-@njit(cache=True)
+@helper
 def _place(i, nd, q, c, req, parent, usage, needs_am, started, am_used, lf, cap, w_alloc,
            w_ncont, w_up, key, val, pri, left, right, parent_t, agg, member, root, skey, sfree,
            cnt, out_req, out_node):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.jit import helper
 from pipeline.policies.models import may_use
 from pipeline.sim.interface import NodeView
 
@@ -65,7 +66,7 @@ def room_floor(req):  # pragma: no cover - compiled
     return floor
 
 
-@njit(cache=True)
+@helper
 def node_for(free, req, i, allow, bits, first, floor):  # pragma: no cover - compiled
     """The first node (lowest slot) where request ``i`` fits now and whose GPU model it
     allows (``allow`` empty: any), -1 if none.  ``first[0]``: no node below it has room
@@ -91,7 +92,7 @@ def node_for(free, req, i, allow, bits, first, floor):  # pragma: no cover - com
     return -1
 
 
-@njit(cache=True)
+@helper
 def place_job(free, req, lo, hi, allow, bits, out_row, out_node, n, first,
               floor):  # pragma: no cover - compiled
     """Nodes for every task ``lo..hi-1`` of one job, taken at once and written to

@@ -7,25 +7,26 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.jit import helper
 from pipeline.policies.models import may_use
 
 NODE, RACK, ANY = 0, 1, 2
 
 
-@njit(cache=True)
+@helper
 def fits(r, free, nd):
     return r[0] <= free[nd, 0] + 1e-9 and r[1] <= free[nd, 1] + 1e-9 and \
         r[2] <= free[nd, 2] + 1e-9
 
 
-@njit(cache=True, inline="always")
+@helper
 def usable(i, req, free, nd, allow, bits):
     """Whether request ``i`` fits node ``nd`` and may use its GPU model (``allow``: the
     requests' model masks, empty: any node; ``bits``: the nodes' model bits)."""
     return fits(req[i], free, nd) and (allow.shape[0] == 0 or may_use(allow[i], bits, nd))
 
 
-@njit(cache=True)
+@helper
 def locality_of(rows, inputs, nd, rack, n_rack):
     """Locality of a task with ``inputs`` row if run on ``nd`` (2 when it has none: -1)."""
     level = ANY
@@ -40,7 +41,7 @@ def locality_of(rows, inputs, nd, rack, n_rack):
     return level
 
 
-@njit(cache=True)
+@helper
 def first_usable(cur, k, hi, by_job, done, ready, req, free, nd, tau, allow, bits, lb):
     """First task in ``by_job[cur[k]:hi]`` not done, ready at ``tau`` and fitting ``nd``
     (-1 if none); ``cur[k]`` first moves past the done ones.  When there is none, ``lb[k]``
@@ -62,7 +63,7 @@ def first_usable(cur, k, hi, by_job, done, ready, req, free, nd, tau, allow, bit
     return -1
 
 
-@njit(cache=True)
+@helper
 def best_in(lst_lo, lst_hi, lst, done, ready, req, free, nd, tau, job, slot, best, touched,
              n_touched, allow, bits):
     """For every job, its first task (queue order) in ``lst[lst_lo:lst_hi]`` usable on
@@ -127,7 +128,7 @@ def task_racks(inputs, n_rack):
     return out
 
 
-@njit(cache=True)
+@helper
 def room_for_any(shapes, shape_left, free, nd):
     """Whether node ``nd`` has room for some request shape still pending."""
     for s in range(len(shapes)):  # noqa: SIM110 (numba compiles loops, not any())
@@ -136,7 +137,7 @@ def room_for_any(shapes, shape_left, free, nd):
     return False
 
 
-@njit(cache=True)
+@helper
 def busy_holder(inputs, i, cap, alloc, ncont, up, room, thr, rc, rm, rg):
     """Among the nodes holding request ``i``'s data (``inputs`` row), the up node with at
     least one container whose memory usage stays at or below ``thr`` after taking the

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit
 
+from pipeline.jit import helper
 from pipeline.policies.locality.candidates import (
     ANY,
     NODE,
@@ -235,7 +236,7 @@ def locations(inputs, n_rack, app_of, n_apps):
     return out
 
 
-@njit(cache=True)
+@helper
 def allowed(kind, a, j, now, p0, p1, n_nodes, c_out, n_loc, miss, level, since):
     """The level application ``a`` (job code ``j``) may use at this offer: NODE, RACK, ANY,
     or OFF_ONLY (CS: off-switch allowed while rack-local is not yet); counts the offer
@@ -274,7 +275,7 @@ def allowed(kind, a, j, now, p0, p1, n_nodes, c_out, n_loc, miss, level, since):
     return level[j]
 
 
-@njit(cache=True)
+@helper
 def assigned(kind, j, typ, now, p0, full_reset, miss, level, since):
     """Update job code ``j``'s state after an assignment of type ``typ``."""
     if kind == CS:
@@ -289,7 +290,7 @@ def assigned(kind, j, typ, now, p0, full_reset, miss, level, since):
         level[j] = typ
 
 
-@njit(cache=True)
+@helper
 def refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of, ident, req, free, best,
                   touched, n_touched, allow, bits):
     """Per application, its first request with data on ``nd`` that is not done, is ready
@@ -301,7 +302,7 @@ def refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of, ident, req, 
                    app_of, ident, best, touched, 0, allow, bits)
 
 
-@njit(cache=True)
+@helper
 def taken(kind, i, typ, a, j, now, p0, full_reset, done, has_in, c_out, n_noin, miss, level,
           since):
     """Book request ``i`` of application ``a`` (job code ``j``) picked with type ``typ``."""
@@ -314,7 +315,7 @@ def taken(kind, i, typ, a, j, now, p0, full_reset, done, has_in, c_out, n_noin, 
         n_noin[a] -= 1
 
 
-@njit(cache=True)
+@helper
 def first_fit(lst, lo, hi, done, ready, now, has_in, want_in, req, free, nd, allow, bits):
     """First request of ``lst[lo:hi]`` not done, ready, with (or without) data, fitting
     ``nd``."""
@@ -326,7 +327,7 @@ def first_fit(lst, lo, hi, done, ready, now, has_in, want_in, req, free, nd, all
     return -1
 
 
-@njit(cache=True)
+@helper
 def rack_local(lst, lo, hi, done, ready, now, app_of, a, req, free, nd, allow, bits):
     """First request of application ``a`` in a rack list not done, ready and fitting."""
     for q in range(lo, hi):
@@ -337,7 +338,7 @@ def rack_local(lst, lo, hi, done, ready, now, app_of, a, req, free, nd, allow, b
     return -1
 
 
-@njit(cache=True)
+@helper
 def pick(kind, p0, p1, n_nodes, a, j, nd, now, local_i, lst, lo, hi, done, ready, has_in,
          req, free, n_noin, c_out, n_loc, rack_ptr, rack_lst, rack, app_of, miss, level,
          since, visits, app_ready, allow, bits):

@@ -45,6 +45,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.jit import helper
 from pipeline.policies.locality.candidates import (
     ANY,
     NODE,
@@ -59,7 +60,7 @@ from pipeline.policies.locality.candidates import (
 )
 
 
-@njit(cache=True)
+@helper
 def _skip_all(node_ptr, node_lst, rack_ptr, rack_lst, done, ready, req, free, nd, n_rack, tau,
               job, slot, order, level, best, touched, rack_level, allow, bits):
     """Whether no pending task is local to ``nd`` and, if some job is allowed rack-local
@@ -82,7 +83,7 @@ def _skip_all(node_ptr, node_lst, rack_ptr, rack_lst, done, ready, req, free, nd
     return clear
 
 
-@njit(cache=True)
+@helper
 def _allowed(level, wait, w1, w2):
     """``getAllowedLocalityLevel`` with node delay ``w1`` and rack delay ``w2``."""
     if level == NODE:
@@ -106,7 +107,7 @@ def _fold(acc, a_res, n_in, eligible, order, mode, wait, skip):
         a_res[k] = acc
 
 
-@njit(cache=True)
+@helper
 def _deadline(acc, a_res, n_in, eligible, order, mode, wait, skip, level, mark, hb_time, n_hb,
               d, w1, w2):
     """Settle every mark; return the ``acc`` at which some waiting job would no longer be
