@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipeline.policies.capacity.prepare import alive_counts, keep_waiting, member
+from pipeline.policies.capacity.prepare import admitted, alive_counts, keep_waiting
 from pipeline.policies.capacity.state import am_limits, dense_sum
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def admission(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray, run_job:
     am_limit = am_limits(s, q_max[tree.leaves], p.minimum_, "dominant" if p.calc_ else "default")
     closed = (leaf_apps > 0) & (
         (am_used[:, 1] + p.minimum_[1] > am_limit[:, 1] + 1e-9) | (leaf_apps >= app_max))
-    sel = np.flatnonzero(startable(p, jobs, leaf_apps, app_max, closed[leaf]))
+    sel = startable(p, jobs, leaf_apps, app_max, closed[leaf])
     return Admission(am_used, leaf_apps, pair_apps, q_guar, q_max, app_max, user_app_max,
                      am_limit, sel)
 
@@ -140,7 +140,7 @@ def active_users(p: CapacityScheduler, pair_left: np.ndarray, pair_used: np.ndar
 
 def startable(p: CapacityScheduler, jobs: np.ndarray, leaf_apps: np.ndarray,
               app_max: np.ndarray, closed: np.ndarray) -> np.ndarray:
-    """Per pending request: whether its application is running or may start now.
+    """Indices of the pending requests whose application is running or may start now.
 
     ``closed`` tells, per request, whether its leaf has no AM room (in the partition the
     application asks for) or is at its application limit.  Not started applications beyond
@@ -152,16 +152,15 @@ def startable(p: CapacityScheduler, jobs: np.ndarray, leaf_apps: np.ndarray,
     cand = np.empty(len(jobs), dtype=np.int64)
     cand = cand[:keep_waiting(jobs, p.started_, closed, p.mark_, keep, cand)]
     if not len(cand):
-        return keep
+        return np.flatnonzero(keep)
     cand_leaf = p.job_leaf_[cand]
     room = np.maximum(app_max - leaf_apps, 0)
     if (np.bincount(cand_leaf, minlength=len(room)) <= room).all():
-        return keep
+        return np.flatnonzero(keep)
     order = np.lexsort((cand, p.first_seen_[cand], -p.job_prio_[cand], cand_leaf))
     cand, cand_leaf = cand[order], cand_leaf[order]
     within = np.arange(len(cand)) - np.searchsorted(cand_leaf, cand_leaf)
-    ok = member(jobs, cand[within < room[cand_leaf]], p.mark_)
-    return np.take(p.started_, jobs) | (keep & ok)
+    return admitted(jobs, p.started_, keep, cand[within < room[cand_leaf]], p.mark_)
 
 
 def applications(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray,

@@ -72,8 +72,8 @@ class _Call:
         self.am_used = am_used.reshape(n_p, n_l, 3)
         self.leaf_apps = key_apps.reshape(n_p, n_l).sum(axis=0)
         self.app_max, self.user_app_max = p.app_limits(totals, [e[0] for e in eff])
-        self.sel = np.flatnonzero(startable(p, jobs, self.leaf_apps, self.app_max,
-                                            self._closed()[self.part, self.leaf]))
+        self.sel = startable(p, jobs, self.leaf_apps, self.app_max,
+                             self._closed()[self.part, self.leaf])
         self.pair_left = np.bincount(p.job_pair_[jobs[self.sel]],
                                      minlength=n_l * n_users).astype(np.int64)
         self.placed = np.zeros(len(jobs), dtype=bool)

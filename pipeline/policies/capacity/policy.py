@@ -250,10 +250,12 @@ class CapacityScheduler(PolicyBase):
                     w[leaf, u] = table[name]
         return w
 
-    def _grow(self, jobs: np.ndarray, run_jobs: np.ndarray) -> None:
-        """Per-job memory sized to the largest job code seen (doubling)."""
+    def _grow(self, jobs: np.ndarray, run_jobs: np.ndarray | None = None) -> None:
+        """Per-job memory sized to the largest job code seen (doubling).  A running job was
+        pending at an earlier call, so pending ``jobs`` alone suffice (``scan_running``
+        says so if one never was)."""
         need = max(int(jobs.max()) + 1 if len(jobs) else 0,
-                   int(run_jobs.max()) + 1 if len(run_jobs) else 0)
+                   int(run_jobs.max()) + 1 if run_jobs is not None and len(run_jobs) else 0)
         if need <= len(self.started_):
             return
         extra = max(need, 2 * len(self.started_)) - len(self.started_)
@@ -288,8 +290,9 @@ class CapacityScheduler(PolicyBase):
         assert run is not None
         cluster, largest, free = up_resources(nodes)
         jobs = np.asarray(pend.job, dtype=np.int64)
-        run_job = np.asarray(run.job, dtype=np.int64)
-        self._grow(jobs, run_job)
+        run_slots, run_t_job = run.rows_of("job")
+        run_job = np.empty(len(run_slots), dtype=np.int64)  # filled by scan_running
+        self._grow(jobs)
         req = np.empty((len(jobs), 3))
         first = np.empty(len(jobs), dtype=np.int64)
         n_first = scan_pending(jobs, pend.req, self.minimum_, self.calc_, largest,
@@ -299,8 +302,9 @@ class CapacityScheduler(PolicyBase):
         pend_leaf = np.take(self.job_leaf_, jobs)
         run_req = np.empty((len(run_job) if self.timer_.s.enabled else 0, 3))
         job_mem = self.job_mem_ if self.settings_.fair.any() else self.job_mem_[:0]
-        pair_used = scan_running(run_job, run.req, self.minimum_, self.calc_, self.first_seen_,
-                                 self.job_pair_, self.weights_.size, job_mem, run_req)
+        pair_used = scan_running(run_slots, run_t_job, run.rows_of("req")[1], self.minimum_,
+                                 self.calc_, self.first_seen_, self.job_pair_,
+                                 self.weights_.size, job_mem, run_req, run_job)
         serve = len(pend) > 0 and bool(nodes.up.any())
         adm = admission(self, jobs, pend_leaf, run_job, cluster) if serve else None
         offers = wants_offers(self, view)

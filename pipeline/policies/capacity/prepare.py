@@ -55,8 +55,11 @@ def scan_pending(job, req, minimum, calc, largest, first_seen, now, out_req, new
 
 
 @njit(cache=True)
-def scan_running(job, req, minimum, calc, first_seen, job_pair, n_pairs, job_mem, out_req):
-    """Normalised use per (leaf, user) pair of running containers.
+def scan_running(slots, t_job, req, minimum, calc, first_seen, job_pair, n_pairs, job_mem,
+                 out_req, job):
+    """Normalised use per (leaf, user) pair of running containers.  Container ``i`` is row
+    ``slots[i]`` of the task table's columns ``t_job`` and ``req`` (read in place, not
+    gathered first); its job code is written to ``job[i]``.
 
     When ``job_mem`` is not empty, each job's normalised memory is added to it (the caller
     reads and clears it); when ``out_req`` has a row per container, the normalised
@@ -66,17 +69,18 @@ def scan_running(job, req, minimum, calc, first_seen, job_pair, n_pairs, job_mem
     keep = len(out_req) == len(job)
     by_job = len(job_mem) > 0
     for i in range(len(job)):
-        j = job[i]
-        if first_seen[j] == np.inf:
+        j = job[i] = t_job[slots[i]]
+        if j >= len(first_seen) or first_seen[j] == np.inf:
             raise ValueError("a running container's application was never seen pending")
         p = job_pair[j]
+        s = slots[i]
         for r in range(3):
-            v = _normalized(req, i, minimum, calc, r)
+            v = _normalized(req, s, minimum, calc, r)
             pair_used[p, r] += v
             if keep:
                 out_req[i, r] = v
         if by_job:
-            job_mem[j] += _normalized(req, i, minimum, calc, 1)
+            job_mem[j] += _normalized(req, s, minimum, calc, 1)
     return pair_used
 
 
@@ -160,14 +164,18 @@ def keep_waiting(jobs, started, closed, mark, keep, cand) -> int:
 
 
 @njit(cache=True)
-def member(values, members, mark):
-    """Whether each entry of ``values`` is one of ``members`` (``mark`` as in
-    :func:`alive_counts`)."""
+def admitted(jobs, started, keep, members, mark):
+    """Indices of the requests whose application is started, or is kept (``keep``) and one
+    of ``members``: one pass (``mark`` as in :func:`alive_counts`)."""
     for k in range(len(members)):
         mark[members[k]] = True
-    out = np.empty(len(values), dtype=np.bool_)
-    for i in range(len(values)):
-        out[i] = mark[values[i]]
+    out = np.empty(len(jobs), dtype=np.int64)
+    n = 0
+    for i in range(len(jobs)):
+        j = jobs[i]
+        if started[j] or (keep[i] and mark[j]):
+            out[n] = i
+            n += 1
     for k in range(len(members)):
         mark[members[k]] = False
-    return out
+    return out[:n]
