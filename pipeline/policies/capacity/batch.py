@@ -148,19 +148,20 @@ def startable(p: CapacityScheduler, jobs: np.ndarray, leaf_apps: np.ndarray,
     closed leaf cannot get a container in this call; dropping them early keeps a long
     backlog from being sorted at every call.
     """
-    keep = np.empty(len(jobs), dtype=np.bool_)
+    kept = np.empty(len(jobs), dtype=np.int64)
     cand = np.empty(len(jobs), dtype=np.int64)
-    cand = cand[:keep_waiting(jobs, p.started_, closed, p.mark_, keep, cand)]
+    n_kept, n_cand = keep_waiting(jobs, p.started_, closed, p.mark_, kept, cand)
+    kept, cand = kept[:n_kept], cand[:n_cand]
     if not len(cand):
-        return np.flatnonzero(keep)
+        return kept
     cand_leaf = p.job_leaf_[cand]
     room = np.maximum(app_max - leaf_apps, 0)
     if (np.bincount(cand_leaf, minlength=len(room)) <= room).all():
-        return np.flatnonzero(keep)
+        return kept
     order = np.lexsort((cand, p.first_seen_[cand], -p.job_prio_[cand], cand_leaf))
     cand, cand_leaf = cand[order], cand_leaf[order]
     within = np.arange(len(cand)) - np.searchsorted(cand_leaf, cand_leaf)
-    return admitted(jobs, p.started_, keep, cand[within < room[cand_leaf]], p.mark_)
+    return admitted(jobs, p.started_, kept, cand[within < room[cand_leaf]], p.mark_)
 
 
 def applications(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray,

@@ -143,37 +143,39 @@ def alive_counts(run_job, pend_job, started, job_key, job_pair, am_req, mark, am
 
 
 @njit(cache=True)
-def keep_waiting(jobs, started, closed, mark, keep, cand) -> int:
-    """Per pending request whether its application is started or its leaf is open
-    (``closed``: per request) to ``keep``; the applications not started with a kept request,
-    each once in first-seen order, to ``cand``; returns how many (``mark`` as in
-    :func:`alive_counts`)."""
+def keep_waiting(jobs, started, closed, mark, kept, cand) -> tuple[int, int]:
+    """The indices of the pending requests whose application is started or whose leaf is
+    open (``closed``: per request) to ``kept``, in order; the applications not started with
+    a kept request, each once in first-seen order, to ``cand``; returns how many of each
+    (``mark`` as in :func:`alive_counts`)."""
     n = 0
+    c = 0
     for i in range(len(jobs)):
         j = jobs[i]
         s = started[j]
-        k = s or not closed[i]
-        keep[i] = k
-        if k and not s and not mark[j]:
-            mark[j] = True
-            cand[n] = j
-            n += 1
+        if s or not closed[i]:
+            kept[c] = i
+            c += 1
+            if not s and not mark[j]:
+                mark[j] = True
+                cand[n] = j
+                n += 1
     for k in range(n):
         mark[cand[k]] = False
-    return n
+    return c, n
 
 
 @njit(cache=True)
-def admitted(jobs, started, keep, members, mark):
-    """Indices of the requests whose application is started, or is kept (``keep``) and one
-    of ``members``: one pass (``mark`` as in :func:`alive_counts`)."""
+def admitted(jobs, started, kept, members, mark):
+    """The requests of ``kept`` (indices) whose application is started or one of
+    ``members`` (``mark`` as in :func:`alive_counts`)."""
     for k in range(len(members)):
         mark[members[k]] = True
-    out = np.empty(len(jobs), dtype=np.int64)
+    out = np.empty(len(kept), dtype=np.int64)
     n = 0
-    for i in range(len(jobs)):
+    for i in kept:
         j = jobs[i]
-        if started[j] or (keep[i] and mark[j]):
+        if started[j] or mark[j]:
             out[n] = i
             n += 1
     for k in range(len(members)):
