@@ -33,7 +33,6 @@ import numpy as np
 from numba import njit
 
 from pipeline.errors import UsageError
-from pipeline.jit import helper
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.models import model_masks, pending_allow
 from pipeline.policies.nodeindex import NodeIndex
@@ -44,6 +43,7 @@ from pipeline.policies.nodetree import (
     remember_failure,
 )
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
+from pipeline.sim.jit import helper
 
 
 def parse_weights(text: str, names: tuple[str, ...], what: str) -> np.ndarray:

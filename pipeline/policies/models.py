@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.jit import helper
 from pipeline.sim.interface import NodeView, SchedView, _TaskColumns
+from pipeline.sim.jit import helper
 
 NO_MASK = np.zeros(0, np.int64)
 NO_BITS = np.zeros(1, np.int64)

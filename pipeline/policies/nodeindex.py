@@ -39,7 +39,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.jit import helper
 from pipeline.policies import treap
 from pipeline.policies.locality.candidates import busy_holder
 from pipeline.policies.models import may_use, model_masks
@@ -65,6 +64,7 @@ from pipeline.policies.nodetree import (
 )
 from pipeline.policies.treap import leftmost, rightmost
 from pipeline.sim.interface import NodeView
+from pipeline.sim.jit import helper
 
 
 @helper

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.jit import helper
 from pipeline.policies.models import may_use
 from pipeline.policies.treap import erase, insert, leftmost
+from pipeline.sim.jit import helper
 
 SLACK = 0.5e-9
 TIE = 1e-6
@@ -84,7 +84,7 @@ def remember_failure(failed, n_failed, rc, rm, rg):  # pragma: no cover - compil
 @helper
 def drop_oldest(failed):  # pragma: no cover - compiled
     """Shift the rows of ``failed`` one up, the first one out (no temporary array: a
-    :func:`~pipeline.jit.helper` allocates nothing)."""
+    :func:`~pipeline.sim.jit.helper` allocates nothing)."""
     for j in range(failed.shape[0] - 1):
         for k in range(failed.shape[1]):
             failed[j, k] = failed[j + 1, k]

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from pipeline.jit import helper
 from pipeline.policies.models import may_use
+from pipeline.sim.jit import helper
 
 
 @helper

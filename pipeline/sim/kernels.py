@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.jit import helper
+from pipeline.sim.jit import helper
 from pipeline.sim.tasks import (
     DONE,
     FREE,

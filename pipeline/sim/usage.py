@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.jit import helper
+from pipeline.sim.jit import helper
 from pipeline.sim.kernels import heap_pop, heap_push
 from pipeline.sim.tasks import (
     FREE,

@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.jit import helper
 from pipeline.policies.locality.gate import pick, refresh_local, taken
+from pipeline.sim.jit import helper
 
 EPS = 1e-9
 

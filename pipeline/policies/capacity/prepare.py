@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.jit import helper
+from pipeline.sim.jit import helper
 
 EPS = 1e-9
 

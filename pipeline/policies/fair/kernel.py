@@ -36,7 +36,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.jit import helper
 from pipeline.policies.locality.gate import pick, refresh_local, taken
 from pipeline.policies.nodetree import (
     _least_used,
@@ -44,6 +43,7 @@ from pipeline.policies.nodetree import (
     dominated_by_failure,
     remember_failure,
 )
+from pipeline.sim.jit import helper
 
 FAIR, DRF, FIFO = 0, 1, 2
 EPS = 1e-9

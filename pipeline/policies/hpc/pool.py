@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.jit import helper
 from pipeline.policies.models import may_use
 from pipeline.sim.interface import NodeView
+from pipeline.sim.jit import helper
 
 SLACK = 1e-9  # the core's relative slack on capacity checks
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.jit import helper
 from pipeline.policies.models import may_use
+from pipeline.sim.jit import helper
 
 NODE, RACK, ANY = 0, 1, 2
 

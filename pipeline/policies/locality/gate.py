@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit
 
-from pipeline.jit import helper
 from pipeline.policies.locality.candidates import (
     ANY,
     NODE,
@@ -51,6 +50,7 @@ from pipeline.policies.locality.candidates import (
     usable,
 )
 from pipeline.policies.models import NO_BITS, NO_MASK
+from pipeline.sim.jit import helper
 
 if TYPE_CHECKING:
     from pipeline.sim.interface import NodeView

@@ -45,7 +45,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.jit import helper
 from pipeline.policies.locality.candidates import (
     ANY,
     NODE,
@@ -58,6 +57,7 @@ from pipeline.policies.locality.candidates import (
     room_for_any,
     task_racks,
 )
+from pipeline.sim.jit import helper
 
 
 @helper

@@ -9,9 +9,10 @@ the CapacityScheduler's checks per container) pay that millions of times per rep
 
 :func:`helper` compiles a function without reference counting.  It is for functions that
 allocate nothing (numba refuses to compile one that does) and return no array (the caller
-would release it once too often): they return scalars, tuples of scalars or nothing.  The
-compiled functions they call are compiled the same way.  Results are the same bits: only
-the bookkeeping of array lifetimes goes.
+would release it once too often): they return scalars, tuples of scalars or nothing, and
+the compiled functions they call follow the same rules (numba may compile those without
+reference counting too).  Results are the same bits: only the bookkeeping of array
+lifetimes goes.
 """
 
 from __future__ import annotations
