@@ -76,6 +76,7 @@ the policy, the request and the node: no policy can overcommit a node by acciden
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar, Protocol
@@ -278,8 +279,9 @@ class _TaskColumns:
                              if k in ("now", "_at", "_t", "_speed")})
         index = np.asarray(index, dtype=np.int64)
         new._slots = readonly(np.take(self._slots, index))
-        if "req" in self.__dict__:
-            new.__dict__["req"] = readonly(np.take(self.__dict__["req"], index, axis=0))
+        for name in self._COLUMNS:  # columns at hand (given by the core, or gathered whole)
+            if name in self.__dict__:
+                new.__dict__[name] = readonly(np.take(self.__dict__[name], index, axis=0))
         return new
 
     @cached_property
@@ -403,13 +405,19 @@ class SchedView:
     nodes: NodeView
     pending: PendingView
     running: RunningView | None = None
-    # node heartbeats since the policy's previous call, for policies with a heartbeat interval
-    # (``heartbeat_interval()`` after setup, else a ``heartbeat_s`` parameter)
-    # (:mod:`pipeline.sim.heartbeat`): up node slots in report order, and report times
-    offers: tuple[np.ndarray, np.ndarray] | None = None
+    # for policies with a heartbeat interval: what :attr:`offers` returns, computed when a
+    # policy first reads it (one that does not, e.g. with no data-local request, pays nothing)
+    beats: Callable[[], tuple[np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
     # per job and task kind (pipeline.sim.speculation.JobStats: ``arrived``, ``finished``,
     # ``run_s_sum``, ``run_s_sq``, (jobs, 3) arrays), for policies with needs_job_stats
     jobs: object | None = None
+
+    @cached_property
+    def offers(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Node heartbeats since the policy's previous call (:mod:`pipeline.sim.heartbeat`),
+        for policies with a heartbeat interval (``heartbeat_interval()`` after setup, else a
+        ``heartbeat_s`` parameter): up node slots in report order, and report times."""
+        return None if self.beats is None else self.beats()
 
 
 @dataclass

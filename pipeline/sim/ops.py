@@ -3,6 +3,8 @@ preemptions and kills, and evict tasks from nodes that go down."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -72,20 +74,30 @@ class Operations:
         running = self.running_view(at) if getattr(self.policy, "needs_running", False) else None
         return SchedView(now=at, cluster=self.info, nodes=self.node_view,
                          pending=self.pending_view(at), running=running,
-                         offers=self._offers(at) if self._heartbeats is not None else None,
+                         beats=self._offers(at) if self._heartbeats is not None else None,
                          jobs=self.job_stats.view() if self.job_stats is not None else None)
 
-    def _offers(self: Simulation, at: float) -> tuple[np.ndarray, np.ndarray]:
+    def _offers(self: Simulation, at: float) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
         """Up nodes' heartbeats since the previous call (``self._hb_from``) up to ``at``, at
         most one interval's: a node's earlier reports in a longer gap offered the room it
         offers now to the same waiting work (the policy asks to be woken every interval
-        while work waits, so a longer gap means nothing was waiting)."""
+        while work waits, so a longer gap means nothing was waiting).
+
+        Returned as a function, computed once when the policy first reads them during the
+        call (node states do not change until it returns); the window moves on either way.
+        """
         assert self._heartbeats is not None
-        beats = self._heartbeats
-        nodes, times = beats.between(max(self._hb_from, at - beats.h), at)
+        beats, cluster = self._heartbeats, self.cluster
+        t0 = max(self._hb_from, at - beats.h)
         self._hb_from = at
-        up = self.cluster.nodes.state[nodes] == UP
-        return readonly(nodes[up]), readonly(times[up])
+
+        @cache
+        def offers() -> tuple[np.ndarray, np.ndarray]:
+            nodes, times = beats.between(t0, at)
+            up = cluster.nodes.state[nodes] == UP
+            return readonly(nodes[up]), readonly(times[up])
+
+        return offers
 
     def pending_view(self: Simulation, at: float) -> PendingView:
         return PendingView(at, readonly(self.queue.slots), self.tasks,

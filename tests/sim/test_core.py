@@ -325,3 +325,35 @@ def test_elastic_without_boot_delay_schedules_on_the_new_node() -> None:
                        initial_nodes=0, boot_delay_s=0.0, upscale_wait_s=0.0, idle_s=0.0)
     recs, _ = run(ElasticCluster(spec), [batch([0.5], [10])], sched_interval_s=0.0)
     assert recs[0]["outcome"] == "finished" and recs[0]["start"] == 0.5
+
+
+class Heartbeating(Overcommit):
+    """Places nothing; reads the node heartbeats at every other call only, and asks to be
+    woken every 0.5 s."""
+
+    name = "heartbeating"
+    heartbeat_s = 1.0
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[float, np.ndarray]] = []
+        self.calls = 0
+
+    def decide(self, view: SchedView) -> Decisions:
+        self.calls += 1
+        if self.calls % 2 == 0:
+            nodes, times = view.offers
+            assert view.offers is view.offers  # computed once per call
+            self.seen.append((view.now, times))
+        return Decisions(wake_at_s=view.now + 0.5 if view.now < 4 else None)
+
+
+def test_heartbeats_are_computed_when_read_and_their_window_moves_at_every_call() -> None:
+    """Offers are computed only when a policy reads them, yet a call that does not read
+    them still consumes its window: the reports a policy sees are those since its previous
+    call, whether or not it looked at that call's."""
+    pol = Heartbeating()
+    run(cluster(n=4), [batch([0], [100])], policy=pol, sched_interval_s=0.0)
+    assert len(pol.seen) >= 3
+    for now, times in pol.seen:
+        assert len(times) and (times > now - 0.5).all() and (times <= now).all()
+        assert len(times) == 2  # 4 nodes a second, half a second since the previous call

@@ -39,3 +39,22 @@ def test_columns_follow_their_slots(steps: list[tuple[int, list[int]]]) -> None:
         np.testing.assert_array_equal(q.req, np.stack([live, live + 1, live + 2], axis=1))
         assert q.job.dtype == np.int32
         np.testing.assert_array_equal(q.job, live % 7)
+
+
+def test_a_subset_keeps_the_columns_the_core_gave() -> None:
+    """A layered policy's inner view carries the queue's own request and job columns (not
+    gathered again from the task table), restricted to the subset, in its order."""
+    from types import SimpleNamespace
+
+    from pipeline.sim.interface import PendingView
+
+    n = 6
+    table = SimpleNamespace(req=np.full((n, 3), -1.0), job=np.full(n, -1, np.int32),
+                            user=np.arange(n, dtype=np.int32) * 10)
+    slots = np.array([5, 3, 1, 0], dtype=np.int64)
+    req = np.arange(12, dtype=float).reshape(4, 3)
+    job = np.array([7, 8, 9, 10], dtype=np.int32)
+    sub = PendingView(0.0, slots, table, req=req, job=job).subset(np.array([2, 0]))
+    np.testing.assert_array_equal(sub.req, req[[2, 0]])
+    np.testing.assert_array_equal(sub.job, job[[2, 0]])
+    np.testing.assert_array_equal(sub.user, [10, 50])  # other columns: from the table

@@ -75,7 +75,7 @@ class Opportunistic(Layered):
             running = running.subset(r_idx)
         inner = self.inner.decide(SchedView(
             now=view.now, cluster=view.cluster, nodes=view.nodes,
-            pending=pending.subset(g_idx), running=running, offers=view.offers))
+            pending=pending.subset(g_idx), running=running, beats=view.beats))
         d = Decisions(
             place_req=g_idx[np.asarray(inner.place_req, dtype=np.int64)],
             place_node=np.asarray(inner.place_node, dtype=np.int64),
