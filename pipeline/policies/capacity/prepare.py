@@ -24,13 +24,20 @@ EPS = 1e-9
 
 
 @helper
-def _normalized(req: np.ndarray, i: int, minimum: np.ndarray, calc: int, r: int) -> float:
-    """Resource ``r`` of request ``i`` rounded up to the minimum allocation (formulas.normalize:
-    memory only with the default calculator, every resource with a minimum with the
-    dominant one; never below the minimum)."""
-    x = req[i, r]
-    step = minimum[r]
-    if step > 0 and (calc == 1 or r == 1):
+def _steps(minimum: np.ndarray, calc: int) -> tuple[float, float, float]:
+    """The step each resource is rounded up to (0: not rounded; formulas.normalize): memory
+    only with the default calculator, every resource with a minimum with the dominant one.
+    Decided once per pass, not per request."""
+    s0 = minimum[0] if minimum[0] > 0 and calc == 1 else 0.0
+    s1 = minimum[1] if minimum[1] > 0 else 0.0
+    s2 = minimum[2] if minimum[2] > 0 and calc == 1 else 0.0
+    return s0, s1, s2
+
+
+@helper
+def _up(x: float, step: float) -> float:
+    """``x`` rounded up to a multiple of ``step``, never below it (``step`` 0: ``x``)."""
+    if step > 0:
         v = x if x > step else step
         return np.ceil(v / step - EPS) * step
     return x
@@ -42,15 +49,20 @@ def scan_pending(job, req, minimum, calc, largest, first_seen, now, out_req, new
     seen for the first time with ``now``; write the index of each such job's first request
     to ``new_idx`` and return how many."""
     n_new = 0
+    s0, s1, s2 = _steps(minimum, calc)
+    c0, c1, c2 = largest[0], largest[1], largest[2]
     for i in range(len(job)):
         j = job[i]
         if first_seen[j] == np.inf:
             first_seen[j] = now
             new_idx[n_new] = i
             n_new += 1
-        for r in range(3):
-            v = _normalized(req, i, minimum, calc, r)
-            out_req[i, r] = v if v < largest[r] else largest[r]
+        v = _up(req[i, 0], s0)
+        out_req[i, 0] = v if v < c0 else c0
+        v = _up(req[i, 1], s1)
+        out_req[i, 1] = v if v < c1 else c1
+        v = _up(req[i, 2], s2)
+        out_req[i, 2] = v if v < c2 else c2
     return n_new
 
 
@@ -68,19 +80,25 @@ def scan_running(slots, t_job, req, minimum, calc, first_seen, job_pair, n_pairs
     pair_used = np.zeros((n_pairs, 3))
     keep = len(out_req) == len(job)
     by_job = len(job_mem) > 0
+    s0, s1, s2 = _steps(minimum, calc)
     for i in range(len(job)):
-        j = job[i] = t_job[slots[i]]
+        s = slots[i]
+        j = job[i] = t_job[s]
         if j >= len(first_seen) or first_seen[j] == np.inf:
             raise ValueError("a running container's application was never seen pending")
         p = job_pair[j]
-        s = slots[i]
-        for r in range(3):
-            v = _normalized(req, s, minimum, calc, r)
-            pair_used[p, r] += v
-            if keep:
-                out_req[i, r] = v
+        v0 = _up(req[s, 0], s0)
+        v1 = _up(req[s, 1], s1)
+        v2 = _up(req[s, 2], s2)
+        pair_used[p, 0] += v0
+        pair_used[p, 1] += v1
+        pair_used[p, 2] += v2
+        if keep:
+            out_req[i, 0] = v0
+            out_req[i, 1] = v1
+            out_req[i, 2] = v2
         if by_job:
-            job_mem[j] += _normalized(req, s, minimum, calc, 1)
+            job_mem[j] += v1
     return pair_used
 
 
@@ -92,6 +110,7 @@ def scan_running_parts(job, part, req, minimum, calc, first_seen, job_pair, n_pa
     normalised requests.  Returns (n_parts, n_pairs, 3)."""
     pair_used = np.zeros((n_parts, n_pairs, 3))
     by_job = len(job_mem) > 0
+    steps = _steps(minimum, calc)
     for i in range(len(job)):
         j = job[i]
         if first_seen[j] == np.inf:
@@ -99,11 +118,11 @@ def scan_running_parts(job, part, req, minimum, calc, first_seen, job_pair, n_pa
         p = job_pair[j]
         x = part[i]
         for r in range(3):
-            v = _normalized(req, i, minimum, calc, r)
+            v = _up(req[i, r], steps[r])
             pair_used[x, p, r] += v
             out_req[i, r] = v
         if by_job:
-            job_mem[j] += _normalized(req, i, minimum, calc, 1)
+            job_mem[j] += out_req[i, 1]
     return pair_used
 
 
