@@ -342,7 +342,7 @@ class Heartbeating(Overcommit):
         self.calls += 1
         if self.calls % 2 == 0:
             nodes, times = view.offers
-            assert view.offers is view.offers  # computed once per call
+            assert view.offers is view.offers and len(nodes) == len(times)  # computed once
             self.seen.append((view.now, times))
         return Decisions(wake_at_s=view.now + 0.5 if view.now < 4 else None)
 
