@@ -53,7 +53,7 @@ def admission(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray, run_job:
     am_limit = am_limits(s, q_max[tree.leaves], p.minimum_, "dominant" if p.calc_ else "default")
     closed = (leaf_apps > 0) & (
         (am_used[:, 1] + p.minimum_[1] > am_limit[:, 1] + 1e-9) | (leaf_apps >= app_max))
-    sel = startable(p, jobs, leaf_apps, app_max, closed[leaf])
+    sel = startable(p, jobs, leaf_apps, app_max, p.job_leaf_, closed)
     return Admission(am_used, leaf_apps, pair_apps, q_guar, q_max, app_max, user_app_max,
                      am_limit, sel)
 
@@ -139,18 +139,19 @@ def active_users(p: CapacityScheduler, pair_left: np.ndarray, pair_used: np.ndar
 
 
 def startable(p: CapacityScheduler, jobs: np.ndarray, leaf_apps: np.ndarray,
-              app_max: np.ndarray, closed: np.ndarray) -> np.ndarray:
+              app_max: np.ndarray, job_key: np.ndarray, closed: np.ndarray) -> np.ndarray:
     """Indices of the pending requests whose application is running or may start now.
 
-    ``closed`` tells, per request, whether its leaf has no AM room (in the partition the
-    application asks for) or is at its application limit.  Not started applications beyond
+    ``closed[job_key[j]]`` tells whether application ``j``'s leaf has no AM room (in the
+    partition the application asks for: ``job_key`` numbers leaves, or partitions and
+    leaves) or is at its application limit.  Not started applications beyond
     the room under maximum-applications (the first ones in FIFO order are kept) or in a
     closed leaf cannot get a container in this call; dropping them early keeps a long
     backlog from being sorted at every call.
     """
     kept = np.empty(len(jobs), dtype=np.int64)
     cand = np.empty(len(jobs), dtype=np.int64)
-    n_kept, n_cand = keep_waiting(jobs, p.started_, closed, p.mark_, kept, cand)
+    n_kept, n_cand = keep_waiting(jobs, p.started_, job_key, closed, p.mark_, kept, cand)
     kept, cand = kept[:n_kept], cand[:n_cand]
     if not len(cand):
         return kept

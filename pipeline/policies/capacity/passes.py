@@ -67,13 +67,14 @@ class _Call:
         am_used = np.zeros((n_p * n_l, 3))
         self.pair_apps = np.zeros(n_l * n_users, dtype=np.int64)
         key_apps = np.zeros(n_p * n_l, dtype=np.int64)  # per (partition, leaf)
-        alive_counts(run_job, jobs, p.started_, p.job_part_ * n_l + p.job_leaf_, p.job_pair_,
+        job_key = p.job_part_ * n_l + p.job_leaf_
+        alive_counts(run_job, jobs, p.started_, job_key, p.job_pair_,
                      p.am_req_, p.mark_, am_used, key_apps, self.pair_apps)
         self.am_used = am_used.reshape(n_p, n_l, 3)
         self.leaf_apps = key_apps.reshape(n_p, n_l).sum(axis=0)
         self.app_max, self.user_app_max = p.app_limits(totals, [e[0] for e in eff])
-        self.sel = startable(p, jobs, self.leaf_apps, self.app_max,
-                             self._closed()[self.part, self.leaf])
+        self.sel = startable(p, jobs, self.leaf_apps, self.app_max, job_key,
+                             self._closed().ravel())
         self.pair_left = np.bincount(p.job_pair_[jobs[self.sel]],
                                      minlength=n_l * n_users).astype(np.int64)
         self.placed = np.zeros(len(jobs), dtype=bool)

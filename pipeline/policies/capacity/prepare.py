@@ -43,27 +43,49 @@ def _up(x: float, step: float) -> float:
     return x
 
 
-@njit(cache=True)
-def scan_pending(job, req, minimum, calc, largest, first_seen, now, out_req, new_idx) -> int:
-    """Normalise pending requests (capped at the largest node) into ``out_req``; stamp jobs
-    seen for the first time with ``now``; write the index of each such job's first request
-    to ``new_idx`` and return how many."""
+@helper
+def _stamp(job, first_seen, now, new_idx) -> int:
     n_new = 0
-    s0, s1, s2 = _steps(minimum, calc)
-    c0, c1, c2 = largest[0], largest[1], largest[2]
     for i in range(len(job)):
         j = job[i]
         if first_seen[j] == np.inf:
             first_seen[j] = now
             new_idx[n_new] = i
             n_new += 1
-        v = _up(req[i, 0], s0)
-        out_req[i, 0] = v if v < c0 else c0
-        v = _up(req[i, 1], s1)
-        out_req[i, 1] = v if v < c1 else c1
-        v = _up(req[i, 2], s2)
-        out_req[i, 2] = v if v < c2 else c2
     return n_new
+
+
+@helper
+def _normalize_row(req, i, steps, largest, out_req) -> None:
+    for r in range(3):
+        v = _up(req[i, r], steps[r])
+        out_req[i, r] = v if v < largest[r] else largest[r]
+
+
+@njit(cache=True)
+def stamp_pending(job, first_seen, now, new_idx) -> int:
+    """Stamp jobs seen for the first time with ``now``; write the index of each such job's
+    first request to ``new_idx`` and return how many."""
+    return _stamp(job, first_seen, now, new_idx)
+
+
+@njit(cache=True)
+def normalize_pending(req, rows, minimum, calc, largest, out_req) -> None:
+    """Normalise the pending requests ``rows`` (indices; capped at the largest node) into
+    the same rows of ``out_req``."""
+    steps = _steps(minimum, calc)
+    for i in rows:
+        _normalize_row(req, i, steps, largest, out_req)
+
+
+@njit(cache=True)
+def scan_pending(job, req, minimum, calc, largest, first_seen, now, out_req, new_idx) -> int:
+    """:func:`stamp_pending`, and every pending request normalised (capped at the largest
+    node) into ``out_req``."""
+    steps = _steps(minimum, calc)
+    for i in range(len(job)):
+        _normalize_row(req, i, steps, largest, out_req)
+    return _stamp(job, first_seen, now, new_idx)
 
 
 @njit(cache=True)
@@ -162,17 +184,18 @@ def alive_counts(run_job, pend_job, started, job_key, job_pair, am_req, mark, am
 
 
 @njit(cache=True)
-def keep_waiting(jobs, started, closed, mark, kept, cand) -> tuple[int, int]:
-    """The indices of the pending requests whose application is started or whose leaf is
-    open (``closed``: per request) to ``kept``, in order; the applications not started with
-    a kept request, each once in first-seen order, to ``cand``; returns how many of each
+def keep_waiting(jobs, started, job_key, closed, mark, kept, cand) -> tuple[int, int]:
+    """The indices of the pending requests whose application is started or whose key is
+    open (``closed[job_key[j]]``: the leaf, or partition and leaf, of application ``j``
+    has no room to start one) to ``kept``, in order; the applications not started with a
+    kept request, each once in first-seen order, to ``cand``; returns how many of each
     (``mark`` as in :func:`alive_counts`)."""
     n = 0
     c = 0
     for i in range(len(jobs)):
         j = jobs[i]
         s = started[j]
-        if s or not closed[i]:
+        if s or not closed[job_key[j]]:
             kept[c] = i
             c += 1
             if not s and not mark[j]:
