@@ -405,8 +405,9 @@ class SchedView:
     nodes: NodeView
     pending: PendingView
     running: RunningView | None = None
-    # for policies with a heartbeat interval: what :attr:`offers` returns, computed when a
-    # policy first reads it (one that does not, e.g. with no data-local request, pays nothing)
+    # for policies with a heartbeat interval (else None): what :attr:`offers` returns,
+    # computed when a policy first reads it (one that does not, e.g. with no data-local
+    # request, pays nothing; ``beats is None`` asks whether there are heartbeats at all)
     beats: Callable[[], tuple[np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
     # per job and task kind (pipeline.sim.speculation.JobStats: ``arrived``, ``finished``,
     # ``run_s_sum``, ``run_s_sq``, (jobs, 3) arrays), for policies with needs_job_stats

@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipeline.policies.capacity.prepare import admitted, alive_counts, keep_waiting
+from pipeline.policies.capacity.prepare import (
+    admitted,
+    alive_counts,
+    keep_waiting,
+    normalize_pending,
+)
 from pipeline.policies.capacity.state import am_limits, dense_sum
 
 if TYPE_CHECKING:
@@ -56,6 +61,30 @@ def admission(p: CapacityScheduler, jobs: np.ndarray, leaf: np.ndarray, run_job:
     sel = startable(p, jobs, leaf_apps, app_max, p.job_leaf_, closed)
     return Admission(am_used, leaf_apps, pair_apps, q_guar, q_max, app_max, user_app_max,
                      am_limit, sel)
+
+
+def normalized(p: CapacityScheduler, raw: np.ndarray, largest: np.ndarray,
+               rows: np.ndarray | None) -> np.ndarray:
+    """The pending requests ``raw`` normalised (capped at the largest node), row for row.
+
+    Only ``rows`` (NaN elsewhere) when given: without heartbeats, reservations or
+    preemption, nothing but the requests admission lets through (``Admission.sel``, ~1% of
+    a long backlog) is read.  Those rows are written into a buffer kept between calls, all
+    NaN but for the previous call's rows (set back to NaN first): a fresh (10^5, 3) array
+    at every call cost more than the rows themselves.
+    """
+    n = len(raw)
+    if rows is None:
+        out = np.empty((n, 3))
+        normalize_pending(raw, np.arange(n), p.minimum_, p.calc_, largest, out)
+        return out
+    if len(p.req_buf_) < n:
+        p.req_buf_ = np.full((max(n, 2 * len(p.req_buf_)), 3), np.nan)
+    else:
+        p.req_buf_[p.req_rows_] = np.nan
+    normalize_pending(raw, rows, p.minimum_, p.calc_, largest, p.req_buf_)
+    p.req_rows_ = rows
+    return p.req_buf_[:n]
 
 
 def kernel_inputs(p: CapacityScheduler, req: np.ndarray, jobs: np.ndarray,

@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 
 def wants_offers(p: CapacityScheduler, view: SchedView) -> bool:
     """Whether this call places on heartbeats: the rule can delay and a request has data."""
-    if view.offers is None or not p.rule_.delays or len(view.pending) == 0:
-        return False
+    if view.beats is None or not p.rule_.delays or len(view.pending) == 0:
+        return False  # (``beats``, not ``offers``: the reports are computed when read)
     return bool(view.pending.has_inputs.any())
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from pipeline.errors import UsageError
 from pipeline.policies.base import Param, PolicyBase, PreemptionProfile
 from pipeline.policies.capacity import config as cfg
-from pipeline.policies.capacity.batch import admission, kernel_inputs
+from pipeline.policies.capacity.batch import admission, kernel_inputs, normalized
 from pipeline.policies.capacity.formulas import (
     DEFAULT,
     DOMINANT,
@@ -51,7 +51,7 @@ from pipeline.policies.capacity.partitions import Partitions
 from pipeline.policies.capacity.passes import decide_partitioned
 from pipeline.policies.capacity.pending import leaf_pending
 from pipeline.policies.capacity.preemption import PartitionRound, PreemptionTimer
-from pipeline.policies.capacity.prepare import normalize_pending, scan_running, stamp_pending
+from pipeline.policies.capacity.prepare import scan_running, stamp_pending
 from pipeline.policies.capacity.report import label_columns
 from pipeline.policies.capacity.reservations import NONE, Reservations, account
 from pipeline.policies.capacity.resources import QueueCaps
@@ -202,6 +202,8 @@ class CapacityScheduler(PolicyBase):
         self.mark_ = np.zeros(0, dtype=np.bool_)  # scratch of prepare.alive_counts
         self.job_mem_ = np.zeros(0)  # scratch of prepare.scan_running (fair ordering)
         self.first_seen_ = np.zeros(0)
+        self.req_buf_ = np.zeros((0, 3))  # normalised pending rows (batch.normalized)
+        self.req_rows_ = np.zeros(0, dtype=np.int64)
         self.am_req_ = np.zeros((0, 3))
         self.am_row_ = np.zeros(0, dtype=np.int64)
         self.job_leaf_ = np.zeros(0, dtype=np.int64)
@@ -307,8 +309,8 @@ class CapacityScheduler(PolicyBase):
         adm = admission(self, jobs, pend_leaf, run_job, cluster) if serve else None
         offers = wants_offers(self, view)
         every = bool(offers or self.reserved_.node_of or self.timer_.s.enabled)
-        req = self._normalized(pend, largest, None if every else
-                               adm.sel if adm is not None else np.zeros(0, np.int64))
+        req = normalized(self, pend.req, largest, None if every else
+                         adm.sel if adm is not None else np.zeros(0, np.int64))
         held, fit_all = NONE, None
         if adm is None or offers:  # nothing waits, or heartbeats: no reservations
             self.reserved_.node_of.clear()
@@ -365,21 +367,6 @@ class CapacityScheduler(PolicyBase):
             wake = min(wake if wake is not None else np.inf,
                        view.now + min(self.beat_, 1.0))
         return Decisions(place_req=chosen, place_node=node, preempt=preempt, wake_at_s=wake)
-
-    def _normalized(self, pend: PendingView, largest: np.ndarray,
-                    rows: np.ndarray | None) -> np.ndarray:
-        """The pending requests normalised (capped at the largest node), row for row.
-
-        Only ``rows`` (NaN elsewhere) when given: without heartbeats, reservations or
-        preemption, nothing but the requests admission lets through (``Admission.sel``,
-        ~1% of a long backlog) is read."""
-        if rows is None:
-            out = np.empty((len(pend), 3))
-            rows = np.arange(len(pend))
-        else:
-            out = np.full((len(pend), 3), np.nan)
-        normalize_pending(pend.req, rows, self.minimum_, self.calc_, largest, out)
-        return out
 
     def _nothing_new(self, view: SchedView) -> bool:
         """Whether no node changed and the same requests wait as at the previous call

@@ -54,8 +54,8 @@ def fair_rule(locality_threshold_node: float, locality_threshold_rack: float,
 
 def wants_offers(rule: LocalityRule, view: SchedView, rows: np.ndarray | None) -> bool:
     """Whether this call places on heartbeats: the rule can delay and a request has data."""
-    if view.offers is None or not rule.delays or len(view.pending) == 0:
-        return False
+    if view.beats is None or not rule.delays or len(view.pending) == 0:
+        return False  # (``beats``, not ``offers``: the reports are computed when read)
     have = view.pending.has_inputs
     return bool((have[rows] if rows is not None else have).any())
 
