@@ -12,10 +12,13 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import Result
 from typer.testing import CliRunner
@@ -120,6 +123,26 @@ def test_full_disk_while_task_runs_is_written_stops_the_replay(
     """task_runs is written on a second thread while the core runs: its error is the
     replay's, on one line, and nothing is left."""
     monkeypatch.setattr("pipeline.replay.output.write_task_runs", raise_enospc)
+    out = tmp_path / "out"
+    assert_one_line_error(cli(*stage_args(world, "replay", out)),
+                          f"{out}: No space left on device")
+    assert entries(tmp_path) == []
+
+
+def test_full_disk_while_a_task_runs_batch_is_encoded_stops_the_replay(
+        world: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each task_runs batch is encoded on a thread of its own while the next is built:
+    an error there is the replay's too, on one line, and nothing is left."""
+    write_table = pq.ParquetWriter.write_table
+
+    def full_on_task_runs(self: pq.ParquetWriter, table: pa.Table, *args: object,
+                          **kwargs: object) -> None:
+        if "task_id" not in table.column_names:  # (the other tables are written in place)
+            return write_table(self, table, *args, **kwargs)
+        assert threading.current_thread().name.startswith("task_runs-encode")
+        raise_enospc()
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", full_on_task_runs)
     out = tmp_path / "out"
     assert_one_line_error(cli(*stage_args(world, "replay", out)),
                           f"{out}: No space left on device")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -149,13 +150,26 @@ def _extra_columns(rec: dict[str, np.ndarray], ident: pa.Table, end_s: float
 
 
 def write_task_runs(batches: Iterator[pa.Table], out: Path) -> int:
-    """Write ``task_runs.parquet`` (strings read back as plain strings); return its rows."""
+    """Write ``task_runs.parquet`` (strings read back as plain strings); return its rows.
+
+    Each batch is encoded and compressed on a thread of its own while the next one is
+    built (pyarrow lets go of the GIL to encode): at a replay's end, when the last row
+    ranges all complete at once, building and writing them one after the other took
+    about a fifth of a 1 M-task bench.  The batches still go to the file one at a time and
+    in order, so the file is the same, byte for byte.
+    """
     writer = pq.ParquetWriter(out, WRITE_SCHEMA, compression="zstd", store_schema=False,
                               use_dictionary=DICTIONARY_COLUMNS)
     rows = 0
-    for table in batches:
-        writer.write_table(table)
-        rows += table.num_rows
+    with ThreadPoolExecutor(1, thread_name_prefix="task_runs-encode") as encoder:
+        writing: Future[None] | None = None
+        for table in batches:
+            if writing is not None:
+                writing.result()  # (raises the previous write's error)
+            writing = encoder.submit(writer.write_table, table)
+            rows += table.num_rows
+        if writing is not None:
+            writing.result()
     writer.close()
     return rows
 
