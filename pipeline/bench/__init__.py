@@ -1,6 +1,5 @@
-"""Benchmark of the replay (``bench``) and the canonical workload writers it uses."""
+"""Benchmark of the replay (``bench``: :mod:`.run`), its scale series (:mod:`.scale`) and the
+canonical workload writers they use (:mod:`.workload`).
 
-from pipeline.bench.run import bench
-from pipeline.bench.workload import synthetic_workload, write_trace
-
-__all__ = ["bench", "synthetic_workload", "write_trace"]
+Nothing is imported here, so ``python -m pipeline.bench.run`` runs its module once (runpy
+warned when the package had imported it already)."""
