@@ -149,17 +149,26 @@ def _extra_columns(rec: dict[str, np.ndarray], ident: pa.Table, end_s: float
     return cols
 
 
-def write_task_runs(batches: Iterator[pa.Table], out: Path) -> int:
+def write_task_runs(batches: Iterator[pa.Table], out: Path,
+                    failed: Callable[[BaseException], None] | None = None) -> int:
     """Write ``task_runs.parquet`` (strings read back as plain strings); return its rows.
 
     Each batch is encoded and compressed on a thread of its own while the next one is
     built (pyarrow lets go of the GIL to encode): at a replay's end, when the last row
     ranges all complete at once, building and writing them one after the other took
     about a fifth of a 1 M-task bench.  The batches still go to the file one at a time and
-    in order, so the file is the same, byte for byte.
+    in order, so the file is the same, byte for byte.  An encoding error is handed to
+    ``failed`` as soon as it happens (the replay stops at once, without waiting for the
+    next batch to be built), and raised here at the next batch or the end.
     """
     writer = pq.ParquetWriter(out, WRITE_SCHEMA, compression="zstd", store_schema=False,
                               use_dictionary=DICTIONARY_COLUMNS)
+
+    def done(future: Future[None]) -> None:
+        error = future.exception()
+        if error is not None and failed is not None:
+            failed(error)
+
     rows = 0
     with ThreadPoolExecutor(1, thread_name_prefix="task_runs-encode") as encoder:
         writing: Future[None] | None = None
@@ -167,6 +176,7 @@ def write_task_runs(batches: Iterator[pa.Table], out: Path) -> int:
             if writing is not None:
                 writing.result()  # (raises the previous write's error)
             writing = encoder.submit(writer.write_table, table)
+            writing.add_done_callback(done)
             rows += table.num_rows
         if writing is not None:
             writing.result()

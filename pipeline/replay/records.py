@@ -159,24 +159,30 @@ class RecordStore:
 
 
 class BackgroundWriter:
-    """Runs ``write(batches)`` on a thread; :meth:`join` returns its result or raises its
-    error (a :class:`CancelledError` write, after a failed replay, returns None)."""
+    """Runs ``write(batches, failed=...)`` on a thread; :meth:`join` returns its result or
+    raises its error (a :class:`CancelledError` write, after a failed replay, returns None).
+    ``write`` may report an error early through ``failed`` (e.g. from a thread of its own),
+    so that :meth:`check` raises it while the write still waits for batches."""
 
-    def __init__(self, write: Callable[[Iterator[pa.Table]], Any],
-                 batches: Iterator[pa.Table]) -> None:
+    def __init__(self, write: Callable[..., Any], batches: Iterator[pa.Table]) -> None:
         self._result: Any = None
         self._error: BaseException | None = None
 
         def target() -> None:
             try:
-                self._result = write(batches)
+                self._result = write(batches, failed=self.fail)
             except CancelledError:
                 pass
             except BaseException as exc:  # handed to the replay's thread by join()
-                self._error = exc
+                self.fail(exc)
 
         self._thread = threading.Thread(target=target, name="task_runs-writer", daemon=True)
         self._thread.start()
+
+    def fail(self, error: BaseException) -> None:
+        """Record the write's error (the first one counts)."""
+        if self._error is None:
+            self._error = error
 
     def check(self) -> None:
         """Raise the writer's error now, if it failed (the replay need not run on)."""

@@ -3,14 +3,19 @@ bucket size and thread timing; a failed replay stops the writer and leaves no ru
 
 from __future__ import annotations
 
+import errno
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline.bench.workload import synthetic_workload
 from pipeline.errors import UsageError
-from pipeline.replay import records, replay
+from pipeline.replay import output, records, replay
 from pipeline.replay.records import RecordStore
 from pipeline.sim.tasks import N_EXTRA, SPEC_DEFAULT, RecordChunk
 
@@ -86,3 +91,36 @@ def test_rows_wait_for_their_bucket(tmp_path: Path) -> None:
     store.write(_chunk([4]))
     assert store._complete == 6
     assert store.rows(0, 6)["row"].tolist() == list(range(6))
+
+
+def test_an_encoding_error_is_reported_while_the_next_batch_is_awaited(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch is encoded on a thread of its own: its error reaches the replay (``check``)
+    at once, not when the next batch, which may wait for the core for hours, is built."""
+    def full(self: pq.ParquetWriter, table: pa.Table, *args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
+    release = threading.Event()
+
+    def batches() -> Iterator[pa.Table]:  # one batch, then wait as for the core until the
+        # replay gives up
+        yield pa.table({"x": [1]})
+        release.wait(30)
+        raise records.CancelledError
+
+    writer = records.BackgroundWriter(
+        lambda b, failed: output.write_task_runs(b, tmp_path / "t.parquet", failed), batches())
+    for _ in range(300):
+        try:
+            writer.check()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+            break
+        threading.Event().wait(0.01)
+    else:
+        pytest.fail("the encoding error was not reported while the writer waited")
+    assert not release.is_set()
+    release.set()
+    with pytest.raises(OSError, match="No space left"):
+        writer.join()
