@@ -10,7 +10,6 @@ from pipeline.policies.capacity import formulas as f
 from pipeline.policies.capacity.prepare import (
     keep_waiting,
     normalize_pending,
-    scan_pending,
     scan_running,
 )
 
@@ -37,8 +36,7 @@ def test_normalised_requests_match_the_formula(rows: list, minimum: tuple, domin
     expect = f.normalize(req, minimum_a, f.DOMINANT if dominant else f.DEFAULT)
     jobs = np.zeros(n, dtype=np.int64)
     out = np.empty((n, 3))
-    scan_pending(jobs, req, minimum_a, calc, largest, np.full(1, np.inf), 0.0, out,
-                 np.empty(n, np.int64))
+    normalize_pending(req, np.arange(n), minimum_a, calc, largest, out)
     capped = np.minimum(expect, largest)
     np.testing.assert_array_equal(out[nonzero], capped[nonzero])
     rows_ = np.array(sorted(data.draw(st.sets(st.integers(0, n - 1)))), dtype=np.int64)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline.sim.interface import PendingView
 from pipeline.sim.pending import PendingQueue
 
 
@@ -44,10 +47,6 @@ def test_columns_follow_their_slots(steps: list[tuple[int, list[int]]]) -> None:
 def test_a_subset_keeps_the_columns_the_core_gave() -> None:
     """A layered policy's inner view carries the queue's own request and job columns (not
     gathered again from the task table), restricted to the subset, in its order."""
-    from types import SimpleNamespace
-
-    from pipeline.sim.interface import PendingView
-
     n = 6
     table = SimpleNamespace(req=np.full((n, 3), -1.0), job=np.full(n, -1, np.int32),
                             user=np.arange(n, dtype=np.int32) * 10)

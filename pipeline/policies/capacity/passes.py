@@ -36,11 +36,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipeline.policies.capacity.batch import active_users, app_blocks, startable
+from pipeline.policies.capacity.batch import active_users, app_blocks, normalized, startable
 from pipeline.policies.capacity.kernel import allocate
 from pipeline.policies.capacity.pending import leaf_pending
 from pipeline.policies.capacity.preemption import PartitionRound
-from pipeline.policies.capacity.prepare import alive_counts, scan_pending, scan_running_parts
+from pipeline.policies.capacity.prepare import (
+    alive_counts,
+    scan_running_parts,
+    stamp_pending,
+)
 from pipeline.policies.capacity.state import am_limits, dense_sum, up_resources
 from pipeline.policies.locality.gate import no_offer
 from pipeline.policies.models import pending_allow
@@ -182,10 +186,9 @@ def decide_partitioned(p: CapacityScheduler, view: SchedView) -> Decisions:
     jobs = np.asarray(pend.job, dtype=np.int64)
     run_job = np.asarray(run.job, dtype=np.int64)
     p._grow(jobs, run_job)
-    req = np.empty((len(jobs), 3))
+    req = normalized(p, pend.req, largest, None)
     first = np.empty(len(jobs), dtype=np.int64)
-    n_first = scan_pending(jobs, pend.req, p.minimum_, p.calc_, largest, p.first_seen_,
-                           view.now, req, first)
+    n_first = stamp_pending(jobs, p.first_seen_, view.now, first)
     if n_first:
         p._submit(pend, jobs, first[:n_first])
     run_part = np.take(parts.node_part, np.asarray(run.node, dtype=np.int64))

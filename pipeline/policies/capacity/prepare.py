@@ -8,7 +8,7 @@ function here is one pass.
 
 Applications are trace jobs, and, as in YARN, an application is placed in one leaf queue
 for one user when it is submitted: its leaf, its (leaf, user) pair and its priority are
-fixed the first time one of its requests is seen pending (:func:`scan_pending` lists those
+fixed the first time one of its requests is seen pending (:func:`stamp_pending` lists those
 requests so the caller looks their user and queue up), and every container of the job
 counts against that leaf and that user.
 """
@@ -44,18 +44,6 @@ def _up(x: float, step: float) -> float:
 
 
 @helper
-def _stamp(job, first_seen, now, new_idx) -> int:
-    n_new = 0
-    for i in range(len(job)):
-        j = job[i]
-        if first_seen[j] == np.inf:
-            first_seen[j] = now
-            new_idx[n_new] = i
-            n_new += 1
-    return n_new
-
-
-@helper
 def _normalize_row(req, i, steps, largest, out_req) -> None:
     for r in range(3):
         v = _up(req[i, r], steps[r])
@@ -66,7 +54,14 @@ def _normalize_row(req, i, steps, largest, out_req) -> None:
 def stamp_pending(job, first_seen, now, new_idx) -> int:
     """Stamp jobs seen for the first time with ``now``; write the index of each such job's
     first request to ``new_idx`` and return how many."""
-    return _stamp(job, first_seen, now, new_idx)
+    n_new = 0
+    for i in range(len(job)):
+        j = job[i]
+        if first_seen[j] == np.inf:
+            first_seen[j] = now
+            new_idx[n_new] = i
+            n_new += 1
+    return n_new
 
 
 @njit(cache=True)
@@ -76,16 +71,6 @@ def normalize_pending(req, rows, minimum, calc, largest, out_req) -> None:
     steps = _steps(minimum, calc)
     for i in rows:
         _normalize_row(req, i, steps, largest, out_req)
-
-
-@njit(cache=True)
-def scan_pending(job, req, minimum, calc, largest, first_seen, now, out_req, new_idx) -> int:
-    """:func:`stamp_pending`, and every pending request normalised (capped at the largest
-    node) into ``out_req``."""
-    steps = _steps(minimum, calc)
-    for i in range(len(job)):
-        _normalize_row(req, i, steps, largest, out_req)
-    return _stamp(job, first_seen, now, new_idx)
 
 
 @njit(cache=True)
