@@ -102,6 +102,10 @@ class PolicyBase:
     source: ClassVar[str] = ""
     PARAMS: ClassVar[dict[str, Param]] = {}
     needs_running: ClassVar[bool] = False
+    # True: called at every scheduling point where something changed, even with no request
+    # waiting (a policy that moves running work when room frees: Quincy's QFP re-solves
+    # its flow when a task ends); the core reads it after setup
+    decides_when_idle: bool = False
     # the cluster kinds the policy can run on (a reference replay of the trace's own
     # placements needs the trace's machines)
     clusters: ClassVar[tuple[str, ...]] = ("fixed", "elastic")

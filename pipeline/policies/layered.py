@@ -20,6 +20,10 @@ class Layered:
         self.layer_params = dict(layer_params)
         self.name = inner.name
 
+    @property
+    def decides_when_idle(self) -> bool:
+        return bool(getattr(self.inner, "decides_when_idle", False))
+
     def get_params(self) -> dict[str, Any]:
         return {**self.inner.get_params(), **self.layer_params}
 

@@ -179,6 +179,7 @@ class Simulation(Operations, Speculating, Contended):
         self.needs_decision = False
         self.wake_at = np.inf
         self._only_wake = False
+        self.idle_calls = False
         self.n_tasks = self.events = self.points = self.calls = self.placements = 0
         censor_at = self.options.censor_at_s
         self.open_flag = CENSORED if censor_at is not None else 0
@@ -215,6 +216,8 @@ class Simulation(Operations, Speculating, Contended):
         if isinstance(nm, NMOptions):
             self.nm = NodeManagers(len(self.cluster.nodes), nm)
             self.tasks.enable_extras()
+        # called when something changed even with nothing pending (policies that move work)
+        self.idle_calls = bool(getattr(self.policy, "decides_when_idle", False))
         if getattr(self.policy, "needs_job_stats", False):  # speculation rules
             self.job_stats = JobStats()
             self.tasks.enable_extras()
@@ -403,6 +406,8 @@ class Simulation(Operations, Speculating, Contended):
         t = self.tasks
         slots = t.alloc(len(local))  # free slots come reset (kernel or release)
         t.row[slots] = b.row[local]
+        if t.extras_on:  # (lazy fields of a reused slot are not reset by the kernel)
+            t.asks[slots] = 0
         t.submit[slots] = b.submit[local]
         t.ready[slots] = b.submit[local]
         t.duration[slots] = b.duration[local]
@@ -458,6 +463,8 @@ class Simulation(Operations, Speculating, Contended):
         self._incoming.clear()
         order = np.lexsort((self.tasks.row[slots], enter))
         slots = slots[order]
+        if self.tasks.extras_on:
+            self.tasks.asks[slots] += 1
         self.queue.append(slots, enter[order], np.take(self.tasks.req, slots, axis=0),
                           self.tasks.job[slots])
         self.needs_decision = True

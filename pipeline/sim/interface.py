@@ -34,7 +34,8 @@ trace's units; node arrays are indexed by *node slot* ``0..n_nodes-1``, fixed fo
     queue; re-queued tasks at the back); attributes are gathered on first access:
     ``req`` (m, 3), ``used`` (m, 2, NaN where unmeasured), ``user``/``queue``/``job`` (int
     codes), ``priority``, ``submit_s``, ``ready_s`` (when it became pending: submit, or its
-    last parent's end), ``wait_s`` (now - ready), ``attempts`` (starts so far),
+    last parent's end), ``wait_s`` (now - ready), ``attempts`` (starts so far), ``asks``
+    (times it joined this queue: a request again after a kill, preemption or rejection),
     ``inputs`` ((m, INPUT_WIDTH) node slots holding the task's input data, -1 padded; the
     same as a CSR list in ``inputs_indptr``/``inputs_node``), ``input_mb`` (MiB it reads),
     ``row`` (the task's row in the trace, stable across runs), ``recorded_node`` and
@@ -65,7 +66,9 @@ What a policy returns (:class:`Decisions`; index arrays are int64):
   its task has no running copy, the node is up, not the original's, and has room after the
   call's guaranteed placements.
 - ``wake_at_s``: ask for a scheduling point at that time even if nothing else happens (delay
-  scheduling, timeouts); otherwise the core calls the policy only when something changed.
+  scheduling, timeouts); otherwise the core calls the policy only when something changed
+  while requests wait, or, for a policy with ``decides_when_idle`` (read after setup), when
+  something changed at all (a task ended, a node came or went).
 
 What the core checks: indices in range, each request placed at most once, the node up, and
 the placement fitting the node's free capacity in every resource after the earlier
@@ -153,7 +156,7 @@ class _TaskColumns:
 
     _COLUMNS: ClassVar[tuple[str, ...]] = ("req", "used", "user", "queue", "job", "priority",
                                            "attempts", "row", "kind", "requested", "gang",
-                                           "allow")
+                                           "allow", "asks")
     _slots: np.ndarray
     _t: object
 
@@ -217,6 +220,16 @@ class _TaskColumns:
     def row(self) -> np.ndarray:
         """The task's row in the trace: a stable identity across calls."""
         return self._take("row")
+
+    @cached_property
+    def asks(self) -> np.ndarray:
+        """Times the task has joined the RM's queue (1: its first request; one more each
+        time it is asked for again after a kill, preemption, eviction or a NodeManager
+        giving it back), so a request is told from the same task's earlier ones.  Kept
+        only in replays with NodeManagers or usage profiles (zeros elsewhere)."""
+        if not self._t.extras_on:  # type: ignore[attr-defined]
+            return readonly(np.zeros(len(self._slots), dtype=np.int32))
+        return self._take("asks")
 
     @cached_property
     def kind(self) -> np.ndarray:

@@ -370,36 +370,30 @@ def nm_arrivals(slots, nodes, req, cap, alloc, oalloc, queued, max_queue, eps, a
 
 
 @njit(cache=True)
-def nm_fifo_starts(flat, indptr, nodes, req, cap, alloc, oalloc, room, use_room, eps, go):
+def nm_fifo_starts(flat, indptr, nodes, req, cap, alloc, oalloc, room, eps, go):
     """How many queued containers start from the head of each node's queue (``flat`` in
-    CSR form by ``indptr``): FIFO while the head fits the unallocated room or, with
-    ``use_room``, the over-allocation ``room`` (cpu, mem; GPUs by allocation).  Each start
-    takes its request off both."""
+    CSR form by ``indptr``): FIFO while the head fits what is available, the larger of the
+    unallocated room and ``room`` (the headroom below the over-allocation threshold, cpu
+    and mem; -inf off a utilization check; GPUs by allocation), resource by resource;
+    each start takes its request off it (:func:`pipeline.sim.overalloc.available`)."""
     for i in range(len(nodes)):
         nd = nodes[i]
-        free = np.empty(3)
+        avail = np.empty(3)
         for k in range(3):
-            free[k] = cap[nd, k] - alloc[nd, k] - oalloc[nd, k]
-        r0 = room[i, 0]
-        r1 = room[i, 1]
+            avail[k] = cap[nd, k] - alloc[nd, k] - oalloc[nd, k]
+            if k < 2:
+                avail[k] = max(avail[k], room[i, k])
         n = 0
         for j in range(indptr[i], indptr[i + 1]):
             s = flat[j]
             ok = True
             for k in range(3):
-                c = cap[nd, k]
-                if req[s, k] > free[k] + eps * c + 1e-12:
+                if req[s, k] > avail[k] + eps * cap[nd, k] + 1e-12:
                     ok = False
                     break
-            if not ok and use_room:
-                ok = (req[s, 0] <= r0 + eps * cap[nd, 0] + 1e-12
-                      and req[s, 1] <= r1 + eps * cap[nd, 1] + 1e-12
-                      and req[s, 2] <= free[2] + eps * cap[nd, 2] + 1e-12)
             if not ok:
                 break
             for k in range(3):
-                free[k] -= req[s, k]
-            r0 -= req[s, 0]
-            r1 -= req[s, 1]
+                avail[k] -= req[s, k]
             n += 1
         go[i] = n

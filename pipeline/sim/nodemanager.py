@@ -2,44 +2,58 @@
 over-allocation on measured utilization.
 
 Semantics follow Hadoop 3.3's ``ContainerScheduler`` (YARN-2877/YARN-4597/YARN-5292) and,
-for over-allocation, the YARN-1011 branch (YARN-4512, YARN-6670, YARN-6705 and
-``TestContainerSchedulerWithOverAllocation``):
+for over-allocation, the YARN-1011 branch (apache/hadoop 0a54014: ``ContainerScheduler``,
+``SnapshotBasedOverAllocationPolicy`` and ``...PreemptionPolicy``, ``ContainersMonitorImpl``,
+``TestContainerSchedulerWithOverAllocation``; the formulas are in :mod:`.overalloc`):
 
 - An opportunistic container sent to a node starts at once if that node's queue is empty and
   it fits the node's unallocated room (capacity - guaranteed allocation - opportunistic
   allocation, every resource); otherwise it joins the node's FIFO queue if fewer than
   ``max_queue`` are queued (``enqueueContainer``: ``size() < maxOppQueueLength``), else the
   NM rejects it (``Opportunistic container queue is full``) and it goes back to the RM
-  (``rejected``).  With ``max_queue`` = 0 (Hadoop's default) nothing queues: a container
-  starts if it fits, else it is rejected.
+  (``rejected``).  With ``max_queue`` = 0 (Hadoop's default) no opportunistic container is
+  ever taken, and the RM sends none (its queue capacity is 0).
 - Whenever a container finishes (or is stopped), queued containers start in FIFO order
-  while the head fits; the first that does not fit stops the pass (``startContainersFromQueue``).
+  while the head fits the unallocated room; the first that does not fit stops the pass
+  (``startOpportunisticContainers(getUnallocatedResources())``: never over-allocating).
 - A guaranteed container placed by the RM on a node whose guaranteed plus opportunistic
-  allocation then exceeds capacity kills running opportunistic containers, most recently
-  started first, until the allocation fits (``pickOpportunisticContainersToKill``'s
-  descending iterator); with ``pause`` (``opportunistic-containers-use-pause-for-preemption``)
-  they are paused instead: a paused container gives its resources back, joins the back of
-  the node's queue (``onResourcesReclaimed`` re-queues PAUSED containers) and later resumes
-  with its work kept.  Killed containers lose their run and go back to the RM's pending
-  queue.
+  allocation then exceeds capacity starts on what is available to it: the unallocated room
+  or, with over-allocation, the larger of that and the headroom below the utilization
+  threshold, resource by resource (``startGuaranteedContainers``).  One that finds too
+  little first stops opportunistic containers, most recently started first, each one's
+  request credited, until what it lacks beyond what is available is freed (all of it when
+  some resource has none available: ``resourcesToFreeUp``); with ``pause``
+  (``opportunistic-containers-use-pause-for-preemption``) they are paused instead: a
+  paused container gives its resources back, joins the back of the node's queue
+  (``onResourcesReclaimed`` re-queues PAUSED containers) and later resumes with its work
+  kept.  Killed containers lose their run and go back to the RM's pending queue.
 - Queue limit (``updateQueuingLimit``/``shedQueuedOpportunisticContainers``): when the RM
   pushes a limit, a node keeps the first ``limit`` queued containers and sends the rest
-  back to the RM (``shed``); a shed paused container loses its work.
-- Over-allocation (YARN-1011), only at utilization checks every ``monitor_s`` (the NM's
-  ``container-monitor.interval-ms``, 3 s): first, if measured memory use is above
-  ``preempt[1]`` x capacity, or CPU use has been above ``preempt[0]`` x capacity for
-  ``preempt_cpu_count`` consecutive checks, running opportunistic containers are killed
-  (paused), most recent first, until use is back under the threshold; then queued
-  containers start, FIFO, while each fits either the unallocated room or the
-  over-allocation headroom ``overalloc x capacity - measured use`` (each start takes its
-  request off the headroom until the next check).  Measured use is the node's ``used``,
-  kept exact by :mod:`pipeline.sim.usage`.
-- Memory never silently passes a node's capacity: without over-allocation the allocation
-  bounds it (usage above a request is clipped at ingest); with it, the preemption threshold
-  (at most 1.0) is enforced at every check.
+  back to the RM (``shed``); paused ones are never shed and take no place.
+- Over-allocation (YARN-1011), at utilization checks every ``monitor_s`` (the NM's
+  ``container-monitor.interval-ms``, 3 s; ``checkUtilization``): a node whose use leaves
+  headroom below ``overalloc`` x capacity in both cpu and memory starts queued containers
+  FIFO on the larger of the unallocated room and that headroom; any other node reclaims
+  ``min(allocation above capacity, use above preempt x capacity)`` per resource (memory at
+  once; CPU only once it has been above its threshold on more than ``preempt_cpu_count``
+  consecutive checks), from the most recently started container down, each one's request
+  credited.  A node whose allocations fit its capacity is never preempted, however high
+  its use.
+
+Where the replay's timing differs from a NodeManager's: measured use is the node's exact
+``used`` at that instant (:mod:`pipeline.sim.usage`), where the NM reads its monitor's
+last 3-second sample; containers started in one scheduling call count their requests
+against the headroom of the next ones (the sample would not see them); CPU is compared in
+the trace's units, not rounded to whole vcores as the NM rounds its headroom and what is
+left to reclaim (Google's CPU is a fraction of a machine); the CPU count is kept only on
+nodes with opportunistic work (queued or running) and starts afresh when a node has none
+(the NM counts on every check; a node without opportunistic containers cannot be
+preempted either way, so this moves only the phase of the first CPU kill after its first
+one arrives).
 
 Not modelled: promotion of opportunistic containers to guaranteed (YARN-5085) and queued
-guaranteed containers at the NM (the RM only places guaranteed containers where they fit).
+guaranteed containers at the NM (the RM only places guaranteed containers where its own
+accounting has room, so once every opportunistic container is stopped one always fits).
 """
 
 from __future__ import annotations
@@ -50,6 +64,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipeline.sim.kernels import EPS, nm_arrivals, nm_fifo_starts, start_opportunistic
+from pipeline.sim.overalloc import (
+    available,
+    cpu_over_limit,
+    headroom,
+    lifo_victims,
+    to_reclaim,
+)
 from pipeline.sim.tasks import (
     HEAP_N,
     NM_QUEUED,
@@ -72,7 +93,7 @@ class NMOptions:
     pause: bool = False
     overalloc: tuple[float, float] = (0.0, 0.0)  # cpu, mem utilization thresholds; 0: off
     preempt: tuple[float, float] = (1.0, 1.0)  # cpu, mem preemption thresholds
-    preempt_cpu_count: int = 1
+    preempt_cpu_count: int = 2  # checks above the cpu threshold passed before reclaiming
     monitor_s: float = 3.0
 
     @property
@@ -175,23 +196,26 @@ class NodeManagers:
 
     # -- room appears: start queued containers -----------------------------------------
     def start_queued(self, sim: Simulation, at: float, nodes: list[int],
-                     headroom: np.ndarray | None = None) -> None:
-        """Start queued containers, FIFO, on ``nodes`` while the head fits (``headroom``:
-        the nodes' over-allocation room (cpu, mem), at utilization checks)."""
+                     room: np.ndarray | None = None) -> None:
+        """Start queued containers, FIFO, on ``nodes`` while the head fits the unallocated
+        room or, at a utilization check, ``room`` (the nodes' headroom below the
+        over-allocation threshold, cpu and mem): the larger of the two, resource by
+        resource (``startOpportunisticContainers``)."""
         n, t = sim.cluster.nodes, sim.tasks
-        nodes = [nd for nd in nodes if self.queue[nd] and n.state[nd] == 2]
-        if not nodes:
+        keep = [i for i, nd in enumerate(nodes) if self.queue[nd] and n.state[nd] == 2]
+        if not keep:
             return
+        nodes = [nodes[i] for i in keep]
         lengths = np.array([len(self.queue[nd]) for nd in nodes], dtype=np.int64)
         indptr = np.zeros(len(nodes) + 1, dtype=np.int64)
         np.cumsum(lengths, out=indptr[1:])
         flat = np.fromiter((s for nd in nodes for s in self.queue[nd]), dtype=np.int64,
                            count=int(indptr[-1]))
-        room = (np.zeros((len(nodes), 2)) if headroom is None
-                else np.array(headroom, dtype=np.float64))
+        over = (np.full((len(nodes), 2), -np.inf) if room is None  # unallocated room only
+                else np.array(room, dtype=np.float64)[keep])
         go = np.zeros(len(nodes), dtype=np.int64)
         nm_fifo_starts(flat, indptr, np.asarray(nodes, dtype=np.int64), t.req, n.cap, n.alloc,
-                       n.oalloc, room, headroom is not None, EPS, go)
+                       n.oalloc, over, EPS, go)
         starts, where = [], []
         for i in np.flatnonzero(go).tolist():
             nd, k = nodes[i], int(go[i])
@@ -204,28 +228,53 @@ class NodeManagers:
                         np.asarray(where, dtype=np.int64))
 
     # -- guaranteed containers need room ------------------------------------------------
-    def make_room(self, sim: Simulation, at: float, nodes: np.ndarray) -> None:
-        """After guaranteed placements on ``nodes``: kill (pause) opportunistic containers,
-        most recently started first, until each node's allocation fits its capacity."""
-        n, req = sim.cluster.nodes, sim.tasks.req
+    def make_room(self, sim: Simulation, at: float, slots: np.ndarray, nodes: np.ndarray
+                  ) -> None:
+        """After guaranteed placements ``slots`` on ``nodes`` (in placement order): on a node
+        whose guaranteed plus opportunistic allocation now passes its capacity, each
+        container starts on the room available to it, and one that finds too little first
+        stops opportunistic containers, most recently started first, until what it lacks
+        is freed (``startGuaranteedContainers``, ``reclaimOpportunisticContainerResources``)."""
+        n = sim.cluster.nodes
         touched = np.unique(nodes)
-        touched = touched[np.any(n.oalloc[touched] > 0, axis=1)]
-        excess = n.alloc[touched] + n.oalloc[touched] - n.cap[touched] * (1 + EPS) - 1e-12
+        touched = touched[np.any(n.oalloc[touched, :2] > 1e-12, axis=1)]
+        over = n.alloc[touched, :2] + n.oalloc[touched, :2] - n.cap[touched, :2] * (1 + EPS)
         victims: dict[int, list[int]] = {}
-        for i in np.flatnonzero(np.any(excess > 0, axis=1)).tolist():
-            nd, over = int(touched[i]), excess[i].tolist()
-            run = self._live(sim, nd)
-            picked: list[int] = []
-            k = len(run)
-            while k > 0 and (over[0] > 0 or over[1] > 0 or over[2] > 0):
-                k -= 1
-                picked.append(run[k])
-                r = req[run[k]]
-                over = [over[0] - r[0], over[1] - r[1], over[2] - r[2]]
+        for nd in touched[np.any(over > 1e-12, axis=1)].tolist():
+            picked = self._room_for(sim, nd, slots[nodes == nd])
             if picked:
                 victims[nd] = picked
         if victims:
             self._reclaim(sim, at, victims, "guaranteed")
+
+    def _room_for(self, sim: Simulation, nd: int, placed: np.ndarray) -> list[int]:
+        """The opportunistic containers node ``nd`` stops so that guaranteed ``placed`` (just
+        placed on it, in order) can start.  A container starts if it fits what is available:
+        the unallocated room, or with over-allocation the larger of that and the headroom
+        below the utilization threshold (measured use plus the requests of the containers
+        started before it in this call), resource by resource; otherwise what it lacks
+        beyond what is available (all of it when some resource has none) is freed."""
+        n, t = sim.cluster.nodes, sim.tasks
+        req = t.req[placed, :2]
+        cap = n.cap[nd, :2]
+        slack = EPS * cap + 1e-12
+        unalloc = cap - (n.alloc[nd, :2] - req.sum(axis=0)) - n.oalloc[nd, :2]
+        measured = n.used[nd] - np.where(np.isnan(t.used[placed]), req, t.used[placed]).sum(0)
+        threshold = np.asarray(self.o.overalloc) if self.o.overallocating else None
+        run = self._live(sim, nd)
+        picked: list[int] = []
+        for r in req:
+            room = None if threshold is None else headroom(cap, measured, threshold)
+            avail = available(unalloc, room)
+            if np.any(r > avail + slack):
+                need = r - avail if np.all(avail > 0) else r
+                more = lifo_victims(run, t.req, need, slack, set(picked))
+                picked.extend(more)
+                for s in more:
+                    unalloc = unalloc + t.req[s, :2]
+            unalloc = unalloc - r
+            measured = measured + r
+        return picked
 
     def _live(self, sim: Simulation, nd: int) -> list[int]:
         """Slots of node ``nd``'s running opportunistic containers, oldest first."""
@@ -266,14 +315,20 @@ class NodeManagers:
 
     # -- the RM's queue limit -----------------------------------------------------------
     def shed(self, sim: Simulation, at: float, limit: int) -> np.ndarray:
-        """Keep the first ``limit`` queued containers on each node; return the others'
-        slots (the caller sends them back to the RM)."""
+        """Keep the first ``limit`` queued containers on each node, paused ones aside (they
+        are never shed and take no place, ``shedQueuedOpportunisticContainers``); return
+        the others' slots (the caller sends them back to the RM)."""
         out: list[int] = []
         t = sim.tasks
         for nd in np.flatnonzero(sim.cluster.nodes.oppq > limit).tolist():
             q = self.queue[nd]
-            out.extend(q[limit:])
-            del q[limit:]
+            paused = [(t.flags[s] & PAUSED) != 0 for s in q]
+            fresh = [s for s, p in zip(q, paused, strict=True) if not p]
+            if len(fresh) <= limit:
+                continue
+            gone = set(fresh[limit:])
+            out.extend(fresh[limit:])
+            self.queue[nd] = [s for s in q if s not in gone]
             self.sync(sim, nd)
         arr = np.asarray(out, dtype=np.int64)
         if len(arr):
@@ -287,6 +342,7 @@ class NodeManagers:
         self.queue[nd] = []
         self.running[nd] = []
         self.active.discard(nd)
+        self.cpu_over[nd] = 0
         return np.asarray(q, dtype=np.int64)
 
     # -- utilization checks (over-allocation) -------------------------------------------
@@ -301,59 +357,53 @@ class NodeManagers:
         return max(self._grid_after(now), self.next_check_s)
 
     def check(self, sim: Simulation, at: float) -> None:
-        """A utilization check on every node with opportunistic work (over-allocation on);
-        checks fall on the ``monitor_s`` grid."""
+        """A utilization check on every node with opportunistic work (over-allocation on),
+        on the ``monitor_s`` grid (``ContainersMonitorImpl.checkUtilization``): a node with
+        headroom below the utilization threshold in both resources starts queued
+        containers on it; any other node is checked for use above the preemption
+        thresholds (the CPU count moves only there, as Hadoop's check goes no further on a
+        node with headroom) and reclaims what :func:`~pipeline.sim.overalloc.to_reclaim`
+        says, from the most recently started container down."""
         if not self.o.overallocating or at < self.next_check_s:
             return
         self.next_check_s = self._grid_after(at)
         if not self.active:
             return
         self.counts["checks"] += 1
-        n, t = sim.cluster.nodes, sim.tasks
-        over = np.asarray(self.o.overalloc)
-        pre = np.asarray(self.o.preempt)
+        n = sim.cluster.nodes
         act = np.fromiter(sorted(self.active), dtype=np.int64, count=len(self.active))
         act = act[n.state[act] == 2]
-        cap, used = n.cap[act, :2], n.used[act]
-        hot = used > pre * cap * (1 + EPS)
-        self.cpu_over[act] = np.where(hot[:, 0], self.cpu_over[act] + 1, 0)
-        cut_c = hot[:, 0] & (self.cpu_over[act] >= self.o.preempt_cpu_count)
-        cut_m = hot[:, 1]
-        for i in np.flatnonzero(cut_c | cut_m).tolist():
-            self._cut(sim, at, int(act[i]), bool(cut_c[i]), bool(cut_m[i]), pre)
-        # queued containers start on unallocated room or on the over-allocation headroom
-        queued = act[n.oppq[act] > 0]
-        if len(queued):
-            heads = t.req[[self.queue[nd][0] for nd in queued.tolist()]]
-            room = over * n.cap[queued, :2] - n.used[queued]
-            free = n.cap[queued] - n.alloc[queued] - n.oalloc[queued]
-            slack = EPS * n.cap[queued] + 1e-12
-            fits = (np.all(heads <= free + slack, axis=1)
-                    | (np.all(heads[:, :2] <= room + slack[:, :2], axis=1)
-                       & (heads[:, 2] <= free[:, 2] + slack[:, 2])))
-            self.start_queued(sim, at, queued[fits].tolist(), room[fits])
+        room = headroom(n.cap[act, :2], n.used[act], np.asarray(self.o.overalloc))
+        low = np.all(room > 0, axis=1)
+        self._preempt_high(sim, at, act[~low])
+        queued = low & (n.oppq[act] > 0)
+        if queued.any():
+            self.start_queued(sim, at, act[queued].tolist(), room[queued])
         self._settle(sim)
 
-    def _cut(self, sim: Simulation, at: float, nd: int, cut_c: bool, cut_m: bool,
-             pre: np.ndarray) -> None:
-        """Use above a preemption threshold: kill (pause) running opportunistic containers,
-        most recent first, until the node's use is back under it."""
-        n, t = sim.cluster.nodes, sim.tasks
-        run = self._live(sim, nd)
-        if cut_c:
-            self.cpu_over[nd] = 0
-        if not run:
+    def _preempt_high(self, sim: Simulation, at: float, nodes: np.ndarray) -> None:
+        """Nodes ``nodes`` (no headroom): stop opportunistic containers where use is above
+        a preemption threshold on an over-allocated node (memory at once, CPU once its
+        count is passed)."""
+        if len(nodes) == 0:
             return
-        cap, used = n.cap[nd, :2], n.used[nd].copy()
-        victims: list[int] = []
-        k = len(run)
-        while k > 0 and ((cut_c and used[0] > pre[0] * cap[0]) or
-                         (cut_m and used[1] > pre[1] * cap[1])):
-            k -= 1
-            s = run[k]
-            victims.append(s)
-            used -= np.where(np.isnan(t.used[s]), t.req[s, :2], t.used[s])
-        self._reclaim(sim, at, {nd: victims}, "overalloc")
+        n, t = sim.cluster.nodes, sim.tasks
+        cap = n.cap[nodes, :2]
+        slack = EPS * cap + 1e-12
+        above = n.used[nodes] - np.asarray(self.o.preempt) * cap
+        counts = self.cpu_over[nodes]
+        cpu = cpu_over_limit(counts, above[:, 0] > slack[:, 0], self.o.preempt_cpu_count)
+        self.cpu_over[nodes] = counts
+        above[:, 0] = np.where(cpu, above[:, 0], 0.0)
+        reclaim = to_reclaim(n.alloc[nodes, :2] + n.oalloc[nodes, :2], cap, above)
+        victims: dict[int, list[int]] = {}
+        for i in np.flatnonzero(np.any(reclaim > slack, axis=1)).tolist():
+            nd = int(nodes[i])
+            picked = lifo_victims(self._live(sim, nd), t.req, reclaim[i], slack[i])
+            if picked:
+                victims[nd] = picked
+        if victims:
+            self._reclaim(sim, at, victims, "overalloc")
 
     def _settle(self, sim: Simulation) -> None:
         """Drop nodes with no opportunistic container queued or running from the active
@@ -364,6 +414,7 @@ class NodeManagers:
         for nd in act[~keep].tolist():
             self.active.discard(nd)
             self.running[nd] = []
+            self.cpu_over[nd] = 0
 
 
 __all__ = ["NM_QUEUED", "NMOptions", "NodeManagers"]

@@ -48,10 +48,12 @@ class Operations:
     """Decision handling, mixed into :class:`pipeline.sim.core.Simulation`."""
 
     def _schedule(self: Simulation, at: float) -> None:
-        """Ask the policy for decisions if something changed (or it asked to be woken)."""
+        """Ask the policy for decisions if something changed while work waits (or at all,
+        for a policy that decides when idle), or if it asked to be woken."""
         self._merge_incoming()
         woken = self.wake_at <= at
-        if not woken and (len(self.queue) == 0 or not self.needs_decision):
+        if not woken and (not self.needs_decision
+                          or (len(self.queue) == 0 and not self.idle_calls)):
             return
         self.needs_decision = False
         self.wake_at = np.inf
@@ -263,7 +265,7 @@ class Operations:
         self.last_s = max(self.last_s, at)
         t.last_preempted[slots] = False
         if self.nm is not None:
-            self.nm.make_room(self, at, node)
+            self.nm.make_room(self, at, slots, node)
 
     def _stops(self: Simulation, at: float, preempt: np.ndarray, kill: np.ndarray) -> None:
         slots = self._running_slots

@@ -71,6 +71,9 @@ _TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float | np.ndarray]] = {
     "useg_cur": (np.int64, (), -1), "work0": (np.float64, (), 0.0),
     # a run's identity (unique over the replay): usage events of other runs are stale
     "run_seq": (np.int64, (), -1), "nmq_since": (np.float64, (), np.nan),
+    # times the task joined the RM's queue: 1 for its first request, one more each time it
+    # is asked for again (killed, preempted, evicted, or given back by a NodeManager)
+    "asks": (np.int32, (), 0),
     # speculative copies (pipeline.sim.speculation): the other attempt's slot (-1: none),
     # the task's speculation figures (SPEC_NAMES), and when a running copy will end
     "twin": (np.int64, (), -1), "spec": (np.float64, (6,), SPEC_DEFAULT),
@@ -83,7 +86,7 @@ _TASK_FIELDS: dict[str, tuple[type, tuple[int, ...], float | np.ndarray]] = {
 # when a replay first needs them (``TaskTable.enable_extras``), empty until then, so a replay
 # without either carries none of them.
 LAZY_FIELDS = frozenset({"extra", "useg_lo", "useg_hi", "useg_cur", "work0", "run_seq",
-                         "nmq_since", "twin", "spec", "spec_end", "seg_t", "seg_share"})
+                         "nmq_since", "asks", "twin", "spec", "spec_end", "seg_t", "seg_share"})
 # Columns of ``extra``, copied into the record of a TRACKED task (zeros for the others; a
 # free slot's row is all zeros): float32 (counts are whole numbers; seconds and usage
 # integrals need no more than 7 significant digits).  ``used_measured``: the usage integral

@@ -7,8 +7,9 @@ A run turns the layer on by giving any ``opp_*`` parameter with ``opp_by`` other
 ``opp_by``                  which requests are opportunistic (replay setting): ``priority``
                             (at most ``opp_max_priority``: Google's free tier is 0-1),
                             ``queue`` (trace queues named in ``opp_queues``: Alibaba batch
-                            beside online services), ``percent`` (``opp_percent`` of each
-                            job's tasks: ``mapreduce.job.num-opportunistic-maps-percent``)
+                            beside online services), ``percent`` (the first ``opp_percent``
+                            of every 100 map requests of each job, as MapReduce's
+                            ``mapreduce.job.num-opportunistic-maps-percent``: :mod:`.types`)
 ``opp_nodes_used``          ``opportunistic-container-allocation.nodes-used`` (k = 10)
 ``opp_sort_interval_s``     ``nm-container-queuing.sorting-nodes-interval-ms`` (1000 ms)
 ``opp_load``                ``nm-container-queuing.load-comparator``: ``queue_length`` or
@@ -22,7 +23,10 @@ A run turns the layer on by giving any ``opp_*`` parameter with ``opp_by`` other
 ``opp_overalloc_cpu/mem``   YARN-1011 ``overallocation.{cpu,memory}-utilization-threshold``
                             (0: over-allocation off; both set together)
 ``opp_preempt_cpu/mem``     YARN-1011 ``overallocation.{cpu,memory}-preemption-threshold``
-``opp_preempt_cpu_count``   YARN-1011 ``overallocation.preemption-threshold-count`` (cpu)
+``opp_preempt_cpu_count``   YARN-1011 ``NM_OVERALLOCATION_PREEMPTION_CPU_COUNT``: CPU is
+                            reclaimed once above its threshold on more than this many
+                            consecutive checks (the branch's tests set 2, the default
+                            here; its own default is in no copy read)
 ``opp_monitor_s``           ``container-monitor.interval-ms`` (3000 ms): utilization checks
 ==========================  ================================================================
 """
@@ -39,8 +43,8 @@ PREFIX = "opp_"
 OPP_PARAMS: dict[str, Param] = {
     "opp_by": Param("none", "which requests run opportunistic: none, priority, queue, percent",
                     str, choices=("none", "priority", "queue", "percent")),
-    "opp_percent": Param(50.0, "percent of each job's tasks run opportunistic (opp_by=percent)",
-                         float, 0.0, 100.0),
+    "opp_percent": Param(50.0, "of every 100 map requests of a job, the first this many run "
+                         "opportunistic (opp_by=percent)", float, 0.0, 100.0),
     "opp_max_priority": Param(1, "highest priority run opportunistic (opp_by=priority)", int),
     "opp_queues": Param("batch", "comma-separated trace queues run opportunistic "
                         "(opp_by=queue)", str),
@@ -63,8 +67,8 @@ OPP_PARAMS: dict[str, Param] = {
                              float, 0.0, 1.0),
     "opp_preempt_mem": Param(1.0, "kill opportunistic containers above this memory use share",
                              float, 0.0, 1.0),
-    "opp_preempt_cpu_count": Param(1, "consecutive checks above the cpu threshold before "
-                                   "killing", int, 1),
+    "opp_preempt_cpu_count": Param(2, "cpu is reclaimed once above its threshold on more "
+                                   "than this many consecutive checks", int, 0),
     "opp_monitor_s": Param(3.0, "seconds between NodeManager utilization checks", float,
                            0.001),
 }
@@ -92,12 +96,12 @@ def resolve(policy: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     if (over[0] > 0) != (over[1] > 0):
         raise UsageError(f"policy '{policy}': set opp_overalloc_cpu and opp_overalloc_mem "
                          "together (over-allocation needs both thresholds)")
-    for r in ("cpu", "mem"):
-        if out[f"opp_preempt_{r}"] < out[f"opp_overalloc_{r}"]:
+    for r in ("cpu", "mem"):  # (Hadoop turns over-allocation off rather than run so)
+        if over[0] > 0 and out[f"opp_preempt_{r}"] <= out[f"opp_overalloc_{r}"]:
             raise UsageError(f"policy '{policy}': opp_preempt_{r} "
-                             f"({out[f'opp_preempt_{r}']:g}) is below opp_overalloc_{r} "
+                             f"({out[f'opp_preempt_{r}']:g}) is not above opp_overalloc_{r} "
                              f"({out[f'opp_overalloc_{r}']:g}); the preemption threshold "
-                             "must be at least the over-allocation threshold")
+                             "must be above the over-allocation threshold")
     if out["opp_min_queue"] > out["opp_max_queue"]:
         raise UsageError(f"policy '{policy}': opp_min_queue is above opp_max_queue")
     return out
