@@ -172,6 +172,26 @@ def test_fs_defaults_do_not_delay(tmp_path: Path) -> None:
     assert tr["start_s"].max() <= 1.0
 
 
+def test_fs_first_call_is_node_local_before_any_threshold(tmp_path: Path) -> None:
+    """``FSAppAttempt.getAllowedLocalityLevel`` (Hadoop 3.3): the first call for a priority
+    returns NODE_LOCAL before any threshold is checked.  Four nodes, thresholds 0.2 (4 x 0.2
+    = 0.8 opportunities); only n1 (in the data's rack) can run the task, and it reports once
+    per 4-s heartbeat.  Its first offer counts but allows node-local only; the second
+    (2 > 0.8) relaxes to rack-local, so the task starts in the second heartbeat period
+    (4.5 s at the earliest), not at the first offer (by 3.5 s).  (The other three nodes are
+    too small for it; they give the queue room enough for its AM under maxAMShare.)"""
+    machines = [{"machine_id": f"n{i}", "cpu": 1.0, "mem": 1.0 if i == 1 else 0.5,
+                 "rack": "r0" if i < 2 else "r1"} for i in range(4)]
+    tasks = [{"task_id": "t", "job_id": "j", "submit_s": 0.0, "duration_s": 10.0,
+              "cpu": 1.0, "mem": 1.0, "inputs": ["n0"]}]
+    trace = write_trace(tmp_path / "trace", machines, tasks, window_end_s=100.0)
+    replay(trace, "fair-scheduler", {"heartbeat_s": 4.0, "locality_threshold_node": 0.2,
+                                     "locality_threshold_rack": 0.2}, 0, tmp_path / "run")
+    t = pl.read_parquet(tmp_path / "run" / "task_runs.parquet").row(0, named=True)
+    assert t["machine_id"] == "n1" and t["locality"] == "rack"
+    assert 4.5 <= t["start_s"] <= 8.5
+
+
 # The rules themselves, counted offer by offer
 def _levels(kind: int, p0: float, p1: float, n: int, c: int, n_loc: int,
             offers: int) -> list[int]:
@@ -193,6 +213,9 @@ def test_cs_rule_counts() -> None:
 def test_fs_rule_counts() -> None:
     levels = _levels(FS_COUNT, 0.1, 0.2, 50, 10, 5, 17)
     assert levels[:5] == [NODE] * 5 and levels[5:16] == [RACK] * 11 and levels[16] == ANY
+    # N x threshold below one: the first call is still node-local (it only counts)
+    few = _levels(FS_COUNT, 0.1, 0.1, 5, 10, 5, 3)
+    assert few == [NODE, RACK, ANY]
 
 
 @pytest.mark.parametrize(("typ", "full_reset", "left"), [

@@ -205,3 +205,35 @@ def test_network_always_feasible(case: tuple) -> None:
     jobs = np.array([a[0] for a in arcs], np.int64)
     placed = np.bincount(jobs[dest >= 0], minlength=len(pending))
     assert np.all(placed <= bounds.upper) and np.all(placed >= bounds.lower)
+
+
+def _move_case(tmp: Path, variant: str) -> dict[str, dict]:
+    """hold (another job, 1 GB on m1) runs on m1 from 0 to 9 s (8 s reading, 1 s work); t
+    (3 GB on m1: 24 s reading it locally, 20 s of work) arrives at 5 s: its job's fair
+    share is one machine, and staying costs hold 0 - 5 s run while moving it to m0 would
+    cost 2, so t starts on m0 (reading across the core costs 2 x 3 = 6)."""
+    tasks = [_task("hold", "other", 0.0, ["m1"], gb=1.0, duration=9.0),
+             _task("t", "j", 5.0, ["m1"], gb=3.0, duration=44.0)]
+    return _replay(tmp, _machines(["r0", "r1"]), tasks, {"variant": variant, "K": 1})
+
+
+def test_qfp_moves_a_task_back_when_its_machine_frees(tmp_path: Path) -> None:
+    """Rounds run whenever the network changes (Isard et al., SOSP 2009, section 2; one
+    solve per change in Firmament): when m1 frees at 9 s nothing waits, yet the network
+    changed: t staying on m0 costs 6 - 4 s run, moving to m1 costs 0, so QFP preempts t and
+    places it on m1 at the next round (10 s; it then reads its 3 GB locally in 24 s), not
+    whenever something else arrives (here: never, so t would never run again)."""
+    tr = _move_case(tmp_path, "QFP")
+    t = tr["t"]
+    assert tr["hold"]["machine_id"] == "m1" and tr["hold"]["end_s"] == 9.0
+    assert t["first_start_s"] == 5.0 and t["preemptions"] == 1
+    assert t["start_s"] == 10.0 and t["machine_id"] == "m1" and t["locality"] == "node"
+    assert t["outcome"] == "finished" and t["end_s"] == pytest.approx(54.0)
+
+
+def test_qf_keeps_a_started_task_where_it_runs(tmp_path: Path) -> None:
+    """QF keeps running tasks out of the network: t stays on m0 (48 s reading across the
+    core, 20 s of work)."""
+    tr = _move_case(tmp_path, "QF")
+    assert tr["t"]["machine_id"] == "m0" and tr["t"]["preemptions"] == 0
+    assert tr["t"]["end_s"] == pytest.approx(73.0)

@@ -21,9 +21,13 @@ solves it with OR-Tools.  Choices, and why:
   round (the core places only pending tasks).
 - Integer costs: Quincy units times :data:`.costs.COST_SCALE` (100).  Ties go to running:
   the arc to U_j costs one unit more than omega * nu, the running arc one unit less.
-- Rounds run when the core calls (something changed) but at most every ``interval_s``.
-  Waiting costs grow with time, so a round that leaves a task waiting only because every
-  placement costs more than its wait asks to be woken when the cheapest would win.
+- Rounds run whenever the flow network changes (section 2: a task is submitted, ends or is
+  preempted, a machine frees, fails or joins), but at most every ``interval_s``: the core
+  calls on every such change, and with QFP even when no task waits, since a running task
+  may then move back to a machine that freed (``decides_when_idle``).  A round that
+  preempts or moves a task asks for the next round, where it is placed.  Waiting costs
+  grow with time, so a round that leaves a task waiting only because every placement
+  costs more than its wait asks to be woken when the cheapest would win.
 - Machines with cpu/memory: K slots per machine from ``K`` or a slot size
   (:mod:`.slots`); a placement the resources cannot hold is kept back for the next round
   and counted (``flow_placements_deferred``), never sent to the core.
@@ -105,6 +109,9 @@ class Quincy(PolicyBase):
             raise UsageError(f"policy 'quincy' parameter 'K': must be >= 1, got {self.K!r}")
         self.model_ = CostModel(float(self.omega), float(self.psi), float(self.xi))
         self.preemptive_ = self.variant == "QFP"
+        # QFP's running tasks are in the network: a freed machine changes it even when
+        # nothing waits (a running task may move back to its preferred machine)
+        self.decides_when_idle = self.preemptive_
         self.slot_ = (None if self.slot_cpu is None and self.slot_mem is None else
                       np.array([self.slot_cpu or 0.0, self.slot_mem or 0.0]))
         self.sample_ = SlotSample()
@@ -124,15 +131,20 @@ class Quincy(PolicyBase):
     # -- one round
     def decide(self, view: SchedView) -> Decisions:
         pend = view.pending
-        if len(pend) == 0:
-            return Decisions()
+        if len(pend) == 0 and not self.preemptive_:
+            return Decisions()  # (Q, QF: running tasks are not in the network)
         if view.now < self.last_round_ + self.interval_s:
             return Decisions(wake_at_s=self.last_round_ + self.interval_s)
         started = time.perf_counter()
         self.last_round_ = view.now
-        self._warn_without_data(pend)
+        if len(pend):
+            self._warn_without_data(pend)
         decisions = self._round(view)
         self.stats_.round_ms.append((time.perf_counter() - started) * 1e3)
+        if len(decisions.preempt):  # the network changed: the next round places them
+            again = view.now + max(self.interval_s, WAKE_MARGIN_S)
+            wake = decisions.wake_at_s
+            decisions.wake_at_s = again if wake is None else min(float(wake), again)
         return decisions
 
     def _warn_without_data(self, pend: PendingView) -> None:

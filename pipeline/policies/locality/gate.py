@@ -16,8 +16,9 @@ lets the offer pass (a *missed scheduling opportunity*).  The rules are Hadoop 3
   to the node delay; an off-switch one never does.  A node-locality-delay of -1 ignores
   locality.
 - ``FS_COUNT`` (``FSAppAttempt.getAllowedLocalityLevel``): thresholds are fractions of the
-  cluster size (capped at 1); the allowed level starts at node-local and relaxes one step
-  when ``opportunities > N * threshold`` (strictly), resetting the count; any assignment
+  cluster size (capped at 1); the first call for an application returns node-local before
+  any threshold is checked (its offer still counts), then the allowed level relaxes one
+  step when ``opportunities > N * threshold`` (strictly), resetting the count; any assignment
   resets the count, and one more local than the allowed level raises it back.  A threshold
   below 0 (the default -1) allows off-switch at once.
 - ``FS_TIME`` (``getAllowedLocalityLevelByTime``, YARN's continuous scheduling): the same
@@ -257,6 +258,9 @@ def allowed(kind, a, j, now, p0, p1, n_nodes, c_out, n_loc, miss, level, since):
     if p0 < 0 or p1 < 0:
         return ANY
     if kind == FS_COUNT:
+        if np.isnan(since[j]):  # the application's first call: node-local, nothing checked
+            since[j] = now
+            return level[j]
         if level[j] == NODE and miss[j] > n_nodes * min(p0, 1.0):
             level[j] = RACK
             miss[j] = 0
