@@ -230,6 +230,10 @@ def replay(
                      ] = False,
     progress: Annotated[bool, typer.Option(
         "--progress/--no-progress", help="Show how far the replay got (stderr).")] = True,
+    sched_interval_s: Annotated[float, typer.Option(
+        help="Scheduling points on this grid (s): the policy sees what arrived meanwhile as "
+             "one batch (YARN's 1-s NodeManager heartbeat); 0: at every event "
+             "(docs/timing.md).")] = 1.0,
 ) -> None:
     """Replay one canonical trace through one policy into a run directory.
 
@@ -243,8 +247,8 @@ def replay(
     cluster_options = {k: v for k, v in settings.items() if k in CLUSTER_PARAMS}
     params = {k: v for k, v in settings.items() if k not in CLUSTER_PARAMS}
     result = run_replay(trace, policy, params, seed, out, cluster=cluster,
-                        cluster_options=cluster_options, horizon_s=horizon_s, drain=drain,
-                        progress=progress)
+                        cluster_options=cluster_options, sched_interval_s=sched_interval_s,
+                        horizon_s=horizon_s, drain=drain, progress=progress)
     typer.echo(json.dumps({"run_id": result.run_id, "out": str(result.out_dir),
                            "metrics": result.metrics}))
 
@@ -256,8 +260,9 @@ def policies(
 ) -> None:
     """List policy names with their parameters, defaults and a one-line description."""
     from pipeline.policies import describe_policies
+    from pipeline.replay.options import describe_replay_options
 
-    described = describe_policies()
+    described = [*describe_policies(), describe_replay_options()]
     if as_json:
         typer.echo(json.dumps(described, indent=1))
         return

@@ -11,7 +11,8 @@ not modelled):
 - ``node_intervals.parquet``: the nodes replayed on, with capacities; ``up_s`` = ``down_s``
   = 0 (no time passes, so node-hours and cost are 0, not a measure of anything).
 - ``gpu_curve.parquet``: the cluster after every pod, averaged per whole percent of arrived
-  workload (``arrived_pct``; the paper's convention): GPU allocation ratio, fragmentation
+  workload (``arrived_pct``, rounded to the nearest percent as the authors' analysis
+  scripts round it): GPU allocation ratio, fragmentation
   in GPUs and as a ratio of idle GPU, and the pods in that percent.
 - ``metrics.parquet``: ``util_alloc_gpu`` and ``gpu_fragmentation`` (ratio) when the
   arrived workload first reaches 100 % of GPU capacity (the trace's own demand, inflated),
@@ -36,7 +37,7 @@ import pyarrow as pa
 from pipeline.errors import UsageError
 from pipeline.policies import policy_class
 from pipeline.policies.base import resolve_params as resolve_own
-from pipeline.policies.gpu.devices import MILLI, GpuNodes
+from pipeline.policies.gpu.devices import MILLI, GpuNodes, whole_milli
 from pipeline.policies.gpu.scorers import make_scorer
 from pipeline.policies.gpu.typical import typical_pods
 from pipeline.replay import output as out
@@ -143,7 +144,8 @@ def _workload(tasks: pl.DataFrame, models: tuple[str, ...]) -> Workload:
     specs = (tasks["gpu_spec"].to_list() if "gpu_spec" in tasks.columns
              else [None] * tasks.height)
     allowed = [None if not s else frozenset(code[m] for m in s if m in code) for s in specs]
-    return Workload(tasks["cpu"].to_numpy() * MILLI, tasks["mem"].to_numpy() * MIB_PER_GIB,
+    return Workload(whole_milli(tasks["cpu"].to_numpy() * MILLI),
+                    tasks["mem"].to_numpy() * MIB_PER_GIB,
                     num, milli, allowed)
 
 
@@ -203,7 +205,9 @@ def _nodes_table(machines: pl.DataFrame, run_id: str) -> pa.Table:
 def gpu_curve(result: Arrivals, run_id: str) -> pl.DataFrame:
     """The cluster after each pod, averaged per whole percent of arrived workload."""
     return pl.DataFrame({
-        "arrived_pct": np.floor(result.arrived * 100 + 1e-9).astype(np.int32),
+        # the nearest whole percent, halves to even, as the authors' analysis rounds it
+        # (experiments/analysis/merge_alloc_discrete.py: round(arrived / total / 10, 0))
+        "arrived_pct": np.rint(result.arrived * 100).astype(np.int32),
         "alloc_ratio": result.allocated, "frag_gpu": result.frag_milli / MILLI,
         "frag_ratio": result.frag_ratio, "dropped": result.node < 0,
     }).group_by("arrived_pct", maintain_order=True).agg(

@@ -81,6 +81,24 @@ SPEED_PARAMS = ("slow_fraction", "slow_factor", "platform_speed", "contention_sh
 ELASTIC_ONLY = {"node_cpu", "node_mem", "node_gpu", "min_nodes", "max_nodes",
                 "initial_nodes", "boot_delay_s", "upscale_wait_s", "idle_s"}
 
+
+
+def describe_replay_options() -> dict[str, Any]:
+    """The replay's own options (any policy) as ``tracereplay policies`` lists them."""
+    return {
+        "name": "replay options (any policy)",
+        "summary": "the cluster a replay runs on, its prices and speeds, and how fast tasks "
+                   "read their input (--set on replay and bench; a cluster's keys in "
+                   "params.yaml)",
+        "source": "AWS m5.xlarge list price; HDFS defaults (block 128 MiB, 3 replicas); "
+                  "read rates from Zaharia et al., EuroSys 2010, section 5 (node-local 2x "
+                  "off-rack)",
+        "params": [{"name": key, "default": p.default, "type": p.kind.__name__,
+                    "help": p.help, **({"choices": list(p.choices)} if p.choices else {})}
+                   for key, p in CLUSTER_PARAMS.items()],
+    }
+
+
 # Checked in order: "normalized" first (its description may mention "CPU" or "memory").
 _CPU_UNITS = {"normal": 1.0, "fraction": 1.0, "share": 1.0, "core": 4.0, "vcpu": 4.0}
 _MEM_UNITS = {"normal": 1.0, "fraction": 1.0, "share": 1.0, "gib": 16.0, "gb": 16.0,

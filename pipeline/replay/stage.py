@@ -178,7 +178,12 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
         nm = sim.nm.counts if sim.nm is not None else {}
         extra = {**sim.policy.run_metrics(),
                  **({"opp_rejected": (float(nm["rejected"]), "count"),
-                     "nm_utilization_checks": (float(nm["checks"]), "count")} if nm else {})}
+                     "nm_utilization_checks": (float(nm["checks"]), "count"),
+                     "opp_reclaims_guaranteed": (float(nm["killed_guaranteed"]
+                                                       + nm["paused_guaranteed"]), "count"),
+                     "opp_reclaims_utilization": (float(nm["killed_overalloc"]
+                                                        + nm["paused_overalloc"]), "count"),
+                     } if nm else {})}
         metrics = _write_metrics(tmp, run_id, measured["from_s"], measured["to_s"], extra,
                                  opportunistic=sim.nm is not None,
                                  speculation=spec_rule(resolved) is not None)

@@ -31,7 +31,7 @@ from pipeline.policies.gpu.typical import TypicalPods
 class Workload:
     """The original pods of the trace (before inflation), as arrays of ``n`` rows."""
 
-    cpu: np.ndarray  # milli-cores
+    cpu: np.ndarray  # whole milli-cores (int64)
     mem: np.ndarray  # MiB
     num_gpu: np.ndarray  # int
     gpu_milli: np.ndarray  # int share per GPU (1000 whole, 0 without GPU)
@@ -44,7 +44,7 @@ class Workload:
 
     def pod(self, i: int) -> Pod:
         """Pod ``i``."""
-        return Pod(float(self.cpu[i]), float(self.mem[i]), int(self.num_gpu[i]),
+        return Pod(int(self.cpu[i]), float(self.mem[i]), int(self.num_gpu[i]),
                    int(self.gpu_milli[i]), self.models[i])
 
     def gpu_request(self) -> np.ndarray:

@@ -29,6 +29,7 @@ from pipeline.policies.locality.gate import (
     assigned,
 )
 from pipeline.replay import replay
+from pipeline.sim.interface import ClusterInfo
 
 TASKS = 10
 
@@ -107,6 +108,27 @@ def test_cs_delay_from_capacity_scheduler_xml(tmp_path: Path) -> None:
     assert 60.5 <= tr["start_s"][0] <= 60.5 + len(CS_HOSTS) + 1.0
 
 
+def test_cs_delay_refused_alike_inline_and_in_the_xml(tmp_path: Path) -> None:
+    """A node-locality-delay of 40.5 is no whole number of heartbeats: refused, naming the
+    setting, from --set and from capacity-scheduler.xml alike (the file's was cut to 40)."""
+    from pipeline.errors import UsageError
+    from pipeline.policies import make_policy
+
+    conf = tmp_path / "capacity-scheduler.xml"
+    conf.write_text(
+        "<configuration><property><name>yarn.scheduler.capacity.root.queues</name>"
+        "<value>default</value></property><property><name>yarn.scheduler.capacity.root."
+        "default.capacity</name><value>100</value></property><property><name>yarn."
+        "scheduler.capacity.node-locality-delay</name><value>40.5</value></property>"
+        "</configuration>")
+    with pytest.raises(UsageError, match="node_locality_delay"):
+        make_policy("capacity-scheduler", {"node_locality_delay": 40.5})
+    cluster = ClusterInfo("fixed", 1, None, None, 1, ("u",), ("default",))
+    with pytest.raises(UsageError, match=r"node-locality-delay.*whole number"):
+        make_policy("capacity-scheduler", {"config": str(conf)}).setup(
+            cluster, np.random.default_rng(0))
+
+
 def test_cs_node_locality_delay_off_ignores_locality(tmp_path: Path) -> None:
     """node-locality-delay -1: containers are placed at once, as without data."""
     tr = _cs(tmp_path, {"node_locality_delay": -1, "rack_locality_additional_delay": 20},
@@ -150,6 +172,29 @@ def test_fs_thresholds_from_yarn_site(tmp_path: Path) -> None:
         "threshold.rack</name><value>0.2</value></property></configuration>")
     tr = _fs(tmp_path, {"site_file": str(site)}, lambda i: "r0" if i < 2 else "r1")
     assert 16.5 <= tr["start_s"][0] <= 16.5 + len(FS_HOSTS) + 1.0
+
+
+@pytest.mark.parametrize(("value", "used"), [(2.0, 1.0), (-5.0, -1.0), (0.3, 0.3)])
+def test_fs_thresholds_read_alike_inline_and_from_yarn_site(tmp_path: Path, value: float,
+                                                            used: float) -> None:
+    """FSAppAttempt caps a threshold above 1 at 1 and reads one below 0 as no delay: the
+    same whether it comes from --set or from yarn-site.xml (before, --set refused 2.0 and
+    -5 while the file capped 2.0 and passed -5 through)."""
+    from pipeline.policies import make_policy
+
+    site = tmp_path / "yarn-site.xml"
+    site.write_text(
+        "<configuration><property><name>yarn.scheduler.fair.locality.threshold.node</name>"
+        f"<value>{value}</value></property><property><name>yarn.scheduler.fair.locality."
+        f"threshold.rack</name><value>{value}</value></property></configuration>")
+    inline = make_policy("fair-scheduler", {"locality_threshold_node": value,
+                                            "locality_threshold_rack": value})
+    from_file = make_policy("fair-scheduler", {"site_file": str(site)})
+    for policy in (inline, from_file):
+        settings = policy.locality_settings()
+        assert settings["locality_threshold_node"] == settings["locality_threshold_rack"] == used
+    noted = inline.effective_settings({"locality_threshold_node"})["locality_threshold_node"]
+    assert noted["value"] == used and ("capped" in noted["source"]) == (value != used)
 
 
 def test_fs_time_based_delays(tmp_path: Path) -> None:

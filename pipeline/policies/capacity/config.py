@@ -118,10 +118,10 @@ def from_xml(path: Path | str, node_labels: str = "") -> CapacityConfig:
         tree=tree, mappings=mappings,
         override=r.flag(P + "queue-mappings-override.enable", False),
         calculator=CALCULATORS[calc],
-        max_applications=int(r.number(P + "maximum-applications", 10000, 0)),
+        max_applications=r.integer(P + "maximum-applications", 10000, 0),
         max_am_percent=max_am, preemption=_preemption(r), labels=labels, caps=caps,
-        locality=Locality(int(r.number(P + "node-locality-delay", 40, -1)),
-                          int(r.number(P + "rack-locality-additional-delay", -1, -1)),
+        locality=Locality(r.integer(P + "node-locality-delay", 40, -1),
+                          r.integer(P + "rack-locality-additional-delay", -1, -1),
                           r.flag(P + "rack-locality-full-reset", True)),
     )
 
@@ -213,14 +213,14 @@ def _queue_props(r: Reader, key: str, *, leaf: bool) -> dict[str, Any]:
     props: dict[str, Any] = {
         "user_limit_factor": r.number(key + "user-limit-factor", 1.0, -1),
         "minimum_user_limit_percent": r.number(key + "minimum-user-limit-percent", 100, 0, 100),
-        "priority": int(r.number(key + "priority", 0)),
+        "priority": r.integer(key + "priority", 0),
         "ordering": r.choice(key + "ordering-policy", "fifo" if leaf else "utilization",
                              LEAF_ORDERING if leaf else PARENT_ORDERING),
         "size_based_weight": r.flag(key + "ordering-policy.fair.enable-size-based-weight",
                                     False),
     }
     if key + "maximum-applications" in r.props:
-        props["maximum_applications"] = int(r.number(key + "maximum-applications", 0, 0))
+        props["maximum_applications"] = r.integer(key + "maximum-applications", 0, 0)
     if key + "maximum-am-resource-percent" in r.props:
         props["max_am_percent"] = r.number(key + "maximum-am-resource-percent", 0.1, 0, 1)
     prefix = key + "user-settings."

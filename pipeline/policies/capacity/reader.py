@@ -50,6 +50,14 @@ class Reader:
             raise self.fail(name, f"{value:g} is outside [{low}, {high}]")
         return value
 
+    def integer(self, name: str, default: int, low: int | None = None) -> int:
+        """A whole number, as Hadoop's ``Configuration.getInt`` reads it (40.7 is refused,
+        as ``--set`` refuses it, not cut to 40)."""
+        value = self.number(name, default, low)
+        if not float(value).is_integer():
+            raise self.fail(name, f"{self.props[name]!r} is not a whole number")
+        return int(value)
+
     def flag(self, name: str, default: bool) -> bool:
         text = self.props.get(name, str(default)).lower()
         if text not in ("true", "false"):

@@ -40,6 +40,12 @@ if TYPE_CHECKING:
     from pipeline.sim.interface import SchedView
 
 
+def hadoop_threshold(value: float) -> float:
+    """A ``locality.threshold.*`` value as ``FSAppAttempt.getAllowedLocalityLevel`` reads it:
+    above 1 capped at 1, below 0 no delay (-1), whether set inline or in yarn-site.xml."""
+    return -1.0 if value < 0 else min(float(value), 1.0)
+
+
 def fair_rule(locality_threshold_node: float, locality_threshold_rack: float,
               continuous_scheduling: bool, locality_delay_node_ms: float,
               locality_delay_rack_ms: float) -> LocalityRule:
@@ -137,8 +143,8 @@ def site_locality(path: str, values: dict[str, Any]) -> dict[str, Any]:
             continue
         if key == "continuous_scheduling":
             out[key] = r.flag(SITE + name, False)
-        elif key.startswith("locality_threshold"):  # below 0: no delay; above 1: capped (YARN)
-            out[key] = min(r.number(SITE + name, -1.0), 1.0)
+        elif key.startswith("locality_threshold"):  # read as hadoop_threshold (the caller)
+            out[key] = r.number(SITE + name, -1.0)
         else:
             out[key] = r.number(SITE + name, -1.0, -1.0)
     return out

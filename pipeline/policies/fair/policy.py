@@ -23,6 +23,7 @@ container the job gets; it lives while the job has tasks pending or running (the
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,6 +39,7 @@ from pipeline.policies.fair.offers import (
     SITE_PROPS,
     fair_rule,
     fill_on_offers,
+    hadoop_threshold,
     site_locality,
     site_settings,
     wants_offers,
@@ -98,10 +100,11 @@ class FairScheduler(PolicyBase):
                  "share for AMs (Hadoop 0.5; -1: no check)", float, -1.0, 1.0),
         "locality_threshold_node": Param(
             -1.0, "yarn.scheduler.fair.locality.threshold.node: heartbeats to pass up, as a "
-                  "fraction of the nodes, before rack-local (-1: none)", float, -1.0, 1.0),
+                  "fraction of the nodes, before rack-local (below 0: none; above 1 capped "
+                  "at 1, as YARN does)", float),
         "locality_threshold_rack": Param(
-            -1.0, "yarn.scheduler.fair.locality.threshold.rack: further, before off-rack",
-            float, -1.0, 1.0),
+            -1.0, "yarn.scheduler.fair.locality.threshold.rack: further, before off-rack "
+                  "(read as the node threshold)", float),
         "continuous_scheduling": Param(
             False, "yarn.scheduler.fair.continuous-scheduling-enabled: use the time-based "
                    "locality delays below instead of the thresholds", bool),
@@ -181,9 +184,26 @@ class FairScheduler(PolicyBase):
         return self.beat_ if self.rule_.delays else None
 
     def locality_settings(self) -> dict[str, Any]:
-        """The delay-scheduling settings: ``site_file``'s where it sets them, else inline."""
+        """The delay-scheduling settings: ``site_file``'s where it sets them, else inline;
+        thresholds read as FairScheduler reads them wherever they come from
+        (:func:`~.offers.hadoop_threshold`)."""
         values = {name: getattr(self, name) for name in SITE_PROPS}
-        return site_locality(self.site_file, values) if self.site_file else values
+        out = site_locality(self.site_file, values) if self.site_file else values
+        for key in ("locality_threshold_node", "locality_threshold_rack"):
+            out[key] = hadoop_threshold(out[key])
+        return out
+
+    def effective_settings(self, given: Collection[str]) -> dict[str, Setting]:
+        """The base class's, with the thresholds as the scheduler reads them."""
+        out = super().effective_settings(given)
+        used = self.locality_settings()
+        for key in ("locality_threshold_node", "locality_threshold_rack"):
+            if out[key]["value"] != used[key]:
+                out[key] = {"value": used[key],
+                            "source": f"{out[key]['source']} ({out[key]['value']:g}, read "
+                                      "as FairScheduler reads it: above 1 capped, below 0 "
+                                      "none)"}
+        return out
 
     def decide(self, view: SchedView) -> Decisions:
         self.index_.refresh(view.nodes)

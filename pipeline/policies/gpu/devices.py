@@ -15,14 +15,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-MILLI = 1000  # milli-GPU in one whole GPU
+MILLI = 1000  # milli-GPU in one whole GPU (and milli-cores in one core)
 NO_DEVICE = -1  # gpu_free entry of a device slot the node does not have
 CPU_ONLY = -1  # model code of a node without GPUs
 
 
+def whole_milli(milli: Sequence[float] | np.ndarray | float) -> np.ndarray:
+    """CPU in whole milli-cores, as Kubernetes and the FGD simulator count it: a finer value
+    rounds up to the next 1m (``resource.Quantity``), after the float noise of a round trip
+    (a trace's ``cpu_milli`` / 1000 * 1000) is dropped, so such values come back exactly and
+    fits and sums are exact integer arithmetic (0.1 + 0.2 + 0.7 cores is 1000 m, not more)."""
+    return np.ceil(np.round(np.asarray(milli, dtype=np.float64), 6)).astype(np.int64)
+
+
 @dataclass
 class GpuNodes:
-    """Free resources of every node: CPU (milli-cores), memory (MiB) and per-device GPU share.
+    """Free resources of every node: CPU (whole milli-cores, int64), memory (MiB) and
+    per-device GPU share.
 
     ``gpu_free[i, d]`` is the free milli-GPU of device ``d`` of node ``i`` (-1 where node ``i``
     has fewer than ``d + 1`` devices); ``model[i]`` indexes ``models`` (-1: CPU-only node).
@@ -38,8 +47,9 @@ class GpuNodes:
     def build(cls, cpu_milli: Sequence[float] | np.ndarray, mem_mib: Sequence[float] | np.ndarray,
               n_gpu: Sequence[int] | np.ndarray,
               model_names: Sequence[str | None]) -> GpuNodes:
-        """An idle cluster; model codes follow the sorted model names (code order = name order)."""
-        cpu = np.asarray(cpu_milli, dtype=np.float64).copy()
+        """An idle cluster (CPU rounded to whole milli-cores, :func:`whole_milli`); model codes
+        follow the sorted model names (code order = name order)."""
+        cpu = whole_milli(cpu_milli)
         mem = np.asarray(mem_mib, dtype=np.float64).copy()
         counts = np.asarray(n_gpu, dtype=np.int64)
         n = len(cpu)
@@ -104,13 +114,14 @@ class GpuNodes:
 
 @dataclass(frozen=True)
 class Pod:
-    """One pod's request: CPU (milli-cores), memory (MiB), GPUs and allowed GPU models.
+    """One pod's request: CPU (whole milli-cores; a finer value rounds up, as
+    :func:`whole_milli`), memory (MiB), GPUs and allowed GPU models.
 
     ``gpu_milli`` is the share per GPU: < 1000 only for a one-GPU sharing pod, 1000 for whole
     GPUs, 0 when ``num_gpu`` is 0.  ``models`` holds the allowed model codes (None: any).
     """
 
-    cpu: float
+    cpu: int
     mem: float
     num_gpu: int = 0
     gpu_milli: int = 0
@@ -120,6 +131,7 @@ class Pod:
         """Reject requests the simulator cannot express (it panics on them)."""
         if self.cpu < 0 or self.mem < 0:
             raise ValueError(f"Pod: negative cpu {self.cpu} or mem {self.mem}")
+        object.__setattr__(self, "cpu", int(whole_milli(self.cpu)))
         if self.num_gpu < 0:
             raise ValueError(f"Pod: negative num_gpu {self.num_gpu}")
         if self.num_gpu == 0 and self.gpu_milli != 0:

@@ -206,7 +206,7 @@ def fgd_scores(nodes: GpuNodes, pod: Pod, typical: TypicalPods,
                ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """FGD's score per node (-1 where ``ok`` is False) and the sharing pod's best device."""
     return _fgd_scores(nodes.cpu_free, nodes.gpu_free, nodes.model,
-                       np.ascontiguousarray(ok, dtype=np.bool_), float(pod.cpu),
+                       np.ascontiguousarray(ok, dtype=np.bool_), int(pod.cpu),
                        int(pod.num_gpu), int(pod.gpu_milli), _typical_args(nodes, typical))
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipeline.policies.gpu.devices import whole_milli
+
 
 @dataclass
 class TypicalPods:
@@ -31,7 +33,7 @@ class TypicalPods:
 
     def __post_init__(self) -> None:
         """Coerce to the dtypes the compiled kernels expect."""
-        self.cpu = np.ascontiguousarray(self.cpu, dtype=np.float64)
+        self.cpu = whole_milli(self.cpu)  # whole milli-cores, as the nodes' free CPU
         self.num_gpu = np.ascontiguousarray(self.num_gpu, dtype=np.int64)
         self.gpu_milli = np.ascontiguousarray(self.gpu_milli, dtype=np.int64)
         self.weight = np.ascontiguousarray(self.weight, dtype=np.float64)
