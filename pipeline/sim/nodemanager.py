@@ -40,16 +40,9 @@ for over-allocation, the YARN-1011 branch (apache/hadoop 0a54014: ``ContainerSch
   credited.  A node whose allocations fit its capacity is never preempted, however high
   its use.
 
-Where the replay's timing differs from a NodeManager's: measured use is the node's exact
-``used`` at that instant (:mod:`pipeline.sim.usage`), where the NM reads its monitor's
-last 3-second sample; containers started in one scheduling call count their requests
-against the headroom of the next ones (the sample would not see them); CPU is compared in
-the trace's units, not rounded to whole vcores as the NM rounds its headroom and what is
-left to reclaim (Google's CPU is a fraction of a machine); the CPU count is kept only on
-nodes with opportunistic work (queued or running) and starts afresh when a node has none
-(the NM counts on every check; a node without opportunistic containers cannot be
-preempted either way, so this moves only the phase of the first CPU kill after its first
-one arrives).
+Where the replay's clock and measurements differ from a NodeManager's (exact use instead
+of a 3-second sample, CPU not rounded to vcores, the CPU count kept on nodes with
+opportunistic work) is in ``docs/timing.md``.
 
 Not modelled: promotion of opportunistic containers to guaranteed (YARN-5085) and queued
 guaranteed containers at the NM (the RM only places guaranteed containers where its own
@@ -65,8 +58,8 @@ import numpy as np
 
 from pipeline.sim.kernels import EPS, nm_arrivals, nm_fifo_starts, start_opportunistic
 from pipeline.sim.overalloc import (
-    available,
     cpu_over_limit,
+    guaranteed_victims,
     headroom,
     lifo_victims,
     to_reclaim,
@@ -249,32 +242,15 @@ class NodeManagers:
 
     def _room_for(self, sim: Simulation, nd: int, placed: np.ndarray) -> list[int]:
         """The opportunistic containers node ``nd`` stops so that guaranteed ``placed`` (just
-        placed on it, in order) can start.  A container starts if it fits what is available:
-        the unallocated room, or with over-allocation the larger of that and the headroom
-        below the utilization threshold (measured use plus the requests of the containers
-        started before it in this call), resource by resource; otherwise what it lacks
-        beyond what is available (all of it when some resource has none) is freed."""
+        placed on it, in order) can start (:func:`~pipeline.sim.overalloc.guaranteed_victims`
+        on the node as it was before them)."""
         n, t = sim.cluster.nodes, sim.tasks
         req = t.req[placed, :2]
-        cap = n.cap[nd, :2]
-        slack = EPS * cap + 1e-12
-        unalloc = cap - (n.alloc[nd, :2] - req.sum(axis=0)) - n.oalloc[nd, :2]
+        unalloc = n.cap[nd, :2] - (n.alloc[nd, :2] - req.sum(axis=0)) - n.oalloc[nd, :2]
         measured = n.used[nd] - np.where(np.isnan(t.used[placed]), req, t.used[placed]).sum(0)
         threshold = np.asarray(self.o.overalloc) if self.o.overallocating else None
-        run = self._live(sim, nd)
-        picked: list[int] = []
-        for r in req:
-            room = None if threshold is None else headroom(cap, measured, threshold)
-            avail = available(unalloc, room)
-            if np.any(r > avail + slack):
-                need = r - avail if np.all(avail > 0) else r
-                more = lifo_victims(run, t.req, need, slack, set(picked))
-                picked.extend(more)
-                for s in more:
-                    unalloc = unalloc + t.req[s, :2]
-            unalloc = unalloc - r
-            measured = measured + r
-        return picked
+        return guaranteed_victims(req, n.cap[nd, :2], unalloc, measured, threshold,
+                                  self._live(sim, nd), t.req, EPS)
 
     def _live(self, sim: Simulation, nd: int) -> list[int]:
         """Slots of node ``nd``'s running opportunistic containers, oldest first."""

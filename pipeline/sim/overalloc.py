@@ -19,6 +19,9 @@ containers go.  Plain functions over one node's (cpu, mem) vectors, in the trace
 - ``pickOpportunisticContainersToReclaimResources``: victims one at a time, most recently
   started first, each one's *request* credited against what must be freed, stopping as
   soon as nothing is left (:func:`lifo_victims`).
+- ``startGuaranteedContainers`` and ``resourcesToFreeUp``: a guaranteed container starts on
+  what is available; one that finds too little frees what it lacks beyond what is available,
+  or all it asks when some resource has nothing available (:func:`guaranteed_victims`).
 
 Where the replay reads these differently (it has no 3-second snapshot, and its CPU is not
 always whole vcores), :mod:`pipeline.sim.nodemanager` says so.
@@ -74,4 +77,28 @@ def lifo_victims(running: list[int], request: np.ndarray, need: np.ndarray,
             continue
         picked.append(s)
         need -= request[s, :2]
+    return picked
+
+
+def guaranteed_victims(req: np.ndarray, cap: np.ndarray, unallocated: np.ndarray,
+                       measured: np.ndarray, threshold: np.ndarray | None,
+                       running: list[int], request: np.ndarray, eps: float) -> list[int]:
+    """The opportunistic containers (of ``running``, in start order) a node stops for
+    guaranteed containers ``req`` (cpu, mem rows, in arrival order) to start.  The node had
+    ``unallocated`` room and ``measured`` use before them; with over-allocation
+    (``threshold``), each may also use the headroom below the threshold, with the requests
+    of the ones before it counted as use (a 3-second sample would not see them yet)."""
+    slack = eps * cap + 1e-12
+    picked: list[int] = []
+    for r in req:
+        room = None if threshold is None else headroom(cap, measured, threshold)
+        avail = available(unallocated, room)
+        if np.any(r > avail + slack):
+            need = r - avail if np.all(avail > 0) else r
+            more = lifo_victims(running, request, need, slack, set(picked))
+            picked.extend(more)
+            for s in more:
+                unallocated = unallocated + request[s, :2]
+        unallocated = unallocated - r
+        measured = measured + r
     return picked

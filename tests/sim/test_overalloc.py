@@ -4,6 +4,7 @@ and the compiled FIFO-start pass and the vectorised MapReduce counter against pl
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,6 +14,7 @@ from pipeline.sim.kernels import EPS, nm_fifo_starts
 from pipeline.sim.overalloc import (
     available,
     cpu_over_limit,
+    guaranteed_victims,
     headroom,
     lifo_victims,
     to_reclaim,
@@ -57,6 +59,27 @@ def test_victims_most_recent_first_credited_their_request() -> None:
     assert lifo_victims([0, 1], request, np.array([0.0, 409.6]), slack) == [1, 0]
     assert lifo_victims([0, 1], request, np.array([0.0, 241.6]), slack) == [1]
     assert lifo_victims([0, 1], request, np.array([0.0, 241.6]), slack, {1}) == [0]
+
+
+@pytest.mark.parametrize(("used", "threshold", "victims"), [
+    (512.0, (0.75, 0.75), []), (1800.0, (0.75, 0.75), [1]), (512.0, None, [1])])
+def test_guaranteed_victims(used: float, threshold: tuple | None, victims: list) -> None:
+    """``testKillNoOppContainersWithPartialOverallocationLowUtilization`` and its twins:
+    O0 1024 MB and O1 824 MB run (0.5 vcores used); G 512 MB finds 200 MB unallocated.
+    With 512 MB used the headroom takes it; with 1800 MB, or without over-allocation, O1
+    (the last started, 824 >= 312 MB lacking) goes."""
+    request = np.array([[1.0, 1024.0, 0.0], [1.0, 824.0, 0.0]])
+    got = guaranteed_victims(np.array([[1.0, 512.0]]), np.array([4.0, 2048.0]),
+                             np.array([2.0, 200.0]), np.array([0.5, used]),
+                             None if threshold is None else np.array(threshold), [0, 1],
+                             request, EPS)
+    assert got == victims
+    # no CPU available at all: resourcesToFreeUp deducts nothing, so the whole request is
+    # freed (both small containers go), not only the 0.5 vcore the node lacks
+    small = np.array([[1.0, 100.0, 0.0], [1.0, 100.0, 0.0]])
+    assert guaranteed_victims(np.array([[0.5, 512.0]]), np.array([4.0, 2048.0]),
+                              np.array([0.0, 600.0]), np.array([4.0, used]), None, [0, 1],
+                              small, EPS) == [1, 0]
 
 
 def fifo_reference(queues: list[list[int]], req: np.ndarray, free: np.ndarray,
