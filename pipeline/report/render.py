@@ -16,12 +16,13 @@ import polars as pl
 import vl_convert as vlc
 from altair.utils.html import vl_version_for_vl_convert
 
+from pipeline.report.fonts import FAMILY, css_font_faces, registered, themed
 from pipeline.report.section import Section
 from pipeline.warehouse.query import format_value
 
 EMBED_OPTIONS = {"renderer": "svg", "actions": False}
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222;
+body { font-family: FAMILY, sans-serif; margin: 2em auto; max-width: 1100px; color: #222;
        padding: 0 1em; }
 h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 2em; }
 p.lead { font-size: 1.2em; line-height: 1.45; background: #f3f7fb; border-left: 4px solid
@@ -54,8 +55,10 @@ def vl_version() -> str:
 
 
 def chart_png(spec: dict[str, Any], scale: float = 2.0) -> bytes:
-    """A Vega-Lite spec rendered to PNG, offline."""
-    return vlc.vegalite_to_png(spec, vl_version=vl_version(), scale=scale)
+    """A Vega-Lite spec rendered to PNG, offline, in the project's own font (the same
+    bytes whatever fonts the machine has: :mod:`pipeline.report.fonts`)."""
+    registered()
+    return vlc.vegalite_to_png(themed(spec), vl_version=vl_version(), scale=scale)
 
 
 def html_page(title: str, intro: str, traces: Sequence[tuple[str, list[Section]]]) -> str:
@@ -68,7 +71,7 @@ def html_page(title: str, intro: str, traces: Sequence[tuple[str, list[Section]]
             chart_id = f"chart-{len(specs)}" if section.chart is not None else None
             body.append(html_section(section, chart_id))
             if section.chart is not None and chart_id is not None:
-                specs.append((chart_id, section.chart.to_dict()))
+                specs.append((chart_id, themed(section.chart.to_dict())))
     bundle = vlc.javascript_bundle(vl_version=vl_version())
     return "\n".join([
         "<!DOCTYPE html>",
@@ -76,7 +79,7 @@ def html_page(title: str, intro: str, traces: Sequence[tuple[str, list[Section]]
         "<head>",
         '<meta charset="utf-8">',
         f"<title>{html.escape(title)}</title>",
-        f"<style>{STYLE}</style>",
+        f"<style>{css_font_faces()}\n{STYLE.replace('FAMILY', repr(FAMILY))}</style>",
         f'<script type="text/javascript">\n{_script_safe(bundle)}\n</script>',
         "</head>",
         "<body>",
