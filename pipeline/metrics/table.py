@@ -139,7 +139,10 @@ class RunFrames:
 
     def used(self, resource: str) -> float | None:
         """``util_used_<resource>`` (None when no task's usage is known)."""
-        used, known = self.gathered.totals[f"used_{resource}"]
+        total = self.gathered.totals[f"used_{resource}"]
+        if total.ndim == 0:  # no task_runs rows at all (the sum never took its shape)
+            return None
+        used, known = total
         provisioned = c.provisioned(self.node_intervals, resource, self.start_s, self.end_s)
         return t.fraction(used, provisioned) if known else None
 

@@ -43,8 +43,13 @@ def sweep(params_path: Path = Path("params.yaml"), scheduler: str | None = None,
         raise UsageError("no 'sweep' section", params_path)
     section = params["sweep"]
     root = Path(params_path).resolve().parent
-    specs = build_grid(section, root, trace)
-    check_specs(specs)
+    try:
+        specs = build_grid(section, root, trace)
+        check_specs(specs)
+    except UsageError as err:  # a key of the params file: name the file too
+        if err.path is None and err.field and err.field.startswith("sweep."):
+            err.path = params_path
+        raise
     for name in sorted({s.trace for s in specs}):  # before any run: a killed sweep's are owned
         trace_dir = runs_dir_of(section, root) / name
         _claim(trace_dir, [s for s in specs if s.trace == name],

@@ -145,6 +145,7 @@ def build_grid(section: Mapping[str, Any], root: Path = Path("."),
                 for cluster_name, cluster in sorted((own_clusters or clusters).items()):
                     for options in expand(cluster or {}):
                         kind = options.pop("kind", cluster_name)
+                        _check_kind(kind, trace if own_clusters else None, cluster_name)
                         if kinds is not None and kind not in kinds:
                             continue  # e.g. recorded on an elastic cluster
                         for seed in trace_seeds:
@@ -155,6 +156,18 @@ def build_grid(section: Mapping[str, Any], root: Path = Path("."),
 
 
 TRACE_KEYS = ("path", "policies", "clusters", "seeds", "drain")
+
+
+def _check_kind(kind: Any, trace: str | None, cluster: str) -> None:
+    """Refuse an unknown cluster kind where it is written (before a policy that runs on
+    some kinds only passes it by: a misspelt kind would drop the cluster's runs)."""
+    from pipeline.replay.options import CLUSTER_KINDS
+
+    if kind not in CLUSTER_KINDS:
+        where = (f"sweep.traces.{trace}.clusters.{cluster}" if trace is not None
+                 else f"sweep.clusters.{cluster}")
+        raise UsageError(f"unknown cluster kind {kind!r} (known: {', '.join(CLUSTER_KINDS)})",
+                         field=f"{where}.kind")
 
 
 def _check_seeds(seeds: Any, where: str) -> None:

@@ -21,7 +21,10 @@ interval_hours as (
     select
         runs.run_id,
         coalesce(sum(node_intervals.down_s - node_intervals.up_s), 0) / 3600 as interval_hours,
-        count(*) filter (where node_intervals.down_s is null or node_intervals.up_s is null)
+        -- (a run that provisioned no node has no interval: the left join's empty row is
+        -- none)
+        count(*) filter (where node_intervals.machine_id is not null
+                         and (node_intervals.down_s is null or node_intervals.up_s is null))
             as open_intervals,
         count(*) filter (where node_intervals.down_s < node_intervals.up_s)
             as reversed_intervals

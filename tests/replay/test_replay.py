@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.bench.workload import write_trace
 from pipeline.errors import TraceError, UsageError
-from pipeline.policies import describe_policies
+from pipeline.policies import POLICIES, describe_policies
 from pipeline.replay import replay
 from pipeline.replay.output import TASK_RUNS_SCHEMA
 
@@ -234,3 +234,36 @@ def test_every_policy_pays_for_the_same_fixed_cluster_over_the_window(tmp_path: 
         assert result.run["measured"]["to_s"] == window
         for name in ("backlog_tasks", "backlog_task_s", "tasks_unfinished", "tasks_censored"):
             assert m[name] is not None and m[name] >= 0, (policy, name)
+
+
+@pytest.fixture(scope="module")
+def empty_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A trace with one machine and no task at all."""
+    root = tmp_path_factory.mktemp("empty")
+    return write_trace(root / "trace", [{"machine_id": "m0", "cpu": 1.0, "mem": 1.0}], [],
+                       jobs=[], window_end_s=100.0)
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_a_trace_without_tasks_replays_to_an_empty_run(empty_trace: Path, tmp_path: Path,
+                                                        policy: str) -> None:
+    """Zero tasks is a trace, not a crash (the metrics' usage sum had no shape to unpack):
+    every policy, and with each layer, gives a run with no task and the window's
+    node-hours; load and report take it."""
+    from pipeline.report import report
+    from pipeline.warehouse import load
+
+    runs = []
+    layers = [{}, {"opp_by": "priority"}, {"spec": "late"}] if policy != "recorded" else [{}]
+    for k, params in enumerate(layers):
+        result = replay(empty_trace, policy, params, 0, tmp_path / f"run{k}")
+        assert result.metrics["tasks_finished"] == 0
+        assert result.metrics["node_hours"] == pytest.approx(100.0 / 3600.0)
+        assert pl.read_parquet(tmp_path / f"run{k}" / "task_runs.parquet").height == 0
+        runs.append(tmp_path / f"run{k}")
+    if policy == "yarn-uniform":
+        replay(empty_trace, policy, {}, 0, tmp_path / "elastic", cluster="elastic", drain=True)
+        runs.append(tmp_path / "elastic")  # provisions no node at all
+        load(runs, tmp_path / "w.duckdb")
+        report(tmp_path / "w.duckdb", tmp_path / "report")
+        assert (tmp_path / "report" / "summary.md").exists()

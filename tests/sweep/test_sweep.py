@@ -313,3 +313,28 @@ def test_a_policy_may_list_several_grids(trace: Path, tmp_path: Path) -> None:
     check_specs(specs)
     with pytest.raises(UsageError, match="list of mappings"):
         build_grid({"traces": {"t": str(trace)}, "policies": {"yarn-uniform": [1]}}, tmp_path)
+
+
+@pytest.mark.parametrize("where", ["shared", "trace"])
+def test_an_unknown_cluster_kind_is_refused_naming_file_and_key(trace: Path, tmp_path: Path,
+                                                               where: str) -> None:
+    """A misspelt kind (``elastik``) is refused before any run, naming the params file and
+    the key; before, every policy passed the unknown kind by and the sweep exited 0 with the
+    cluster's runs missing."""
+    clusters = {"fixed": {"kind": "fixed"}, "elastic": {"kind": "elastik", "min_nodes": 0}}
+    entry: dict = {"path": str(trace)}
+    section: dict = {"traces": {"t": entry}, "policies": {"yarn-uniform": {}},
+                     "runs_dir": str(tmp_path / "runs")}
+    if where == "shared":
+        section["clusters"] = clusters
+        key = "sweep.clusters.elastic.kind"
+    else:
+        entry["clusters"] = clusters
+        key = "sweep.traces.t.clusters.elastic.kind"
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"sweep": section}))
+    with pytest.raises(UsageError) as err:
+        sweep(params, scheduler="serial", progress=False)
+    message = str(err.value)
+    assert str(params) in message and key in message and "elastik" in message
+    assert not (tmp_path / "runs").exists()
