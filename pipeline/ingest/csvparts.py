@@ -23,6 +23,7 @@ import numba
 import numpy as np
 import polars as pl
 
+from pipeline.ingest import limits
 from pipeline.ingest.rawfile import stored_blocks
 from pipeline.trace.manifest import Ledger, SourceFile
 
@@ -40,6 +41,7 @@ class Column:
     dtype: type[pl.DataType] | pl.DataType
     mandatory: bool = False
     nonnegative: bool = False  # a value below 0 is invalid (rejected, not clamped)
+    high: float | None = None  # the most it can physically be (pipeline.ingest.limits)
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,8 @@ def _check_mandatory(
 
 def _check_values(frame: pl.DataFrame, table: RawTable, ledger: Ledger, rel: str
                   ) -> pl.DataFrame:
-    """Reject rows with a nan/inf float or a negative value where the schema forbids one."""
+    """Reject rows with a nan/inf float, a negative value where the schema forbids one, or a
+    value past what the field can physically be (:mod:`pipeline.ingest.limits`)."""
     if frame.is_empty() or not _may_flag(frame, table):
         return frame
     checks = [
@@ -199,6 +202,9 @@ def _check_values(frame: pl.DataFrame, table: RawTable, ledger: Ledger, rel: str
     ] + [
         (pl.col(c.name) < 0).fill_null(False).alias(f"negative_value:{c.name}")
         for c in table.columns if c.nonnegative
+    ] + [
+        (pl.col(c.name) > c.high).fill_null(False).alias(limits.reason(c.name))
+        for c in table.columns if c.high is not None
     ]
     if not checks or frame.is_empty():
         return frame
@@ -219,6 +225,8 @@ def _may_flag(frame: pl.DataFrame, table: RawTable) -> bool:
     summary = [~pl.col(c.name).sum().is_finite() for c in table.columns if c.dtype == FLOAT]
     summary += [(pl.col(c.name).min() < 0).fill_null(False)
                 for c in table.columns if c.nonnegative]
+    summary += [(pl.col(c.name).max() > c.high).fill_null(False)
+                for c in table.columns if c.high is not None]
     return bool(summary) and bool(frame.select(pl.any_horizontal(summary)).item())
 
 

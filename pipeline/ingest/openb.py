@@ -46,22 +46,31 @@ from pipeline.errors import TraceError
 from pipeline.ingest.base import require_tables
 from pipeline.ingest.chunks import read_whole
 from pipeline.ingest.csvparts import FLOAT, INT, STR, Column, RawTable
+from pipeline.ingest.limits import (
+    MAX_MACHINE_CORES,
+    MAX_MACHINE_GPUS,
+    MAX_MACHINE_MEM_MIB,
+    MAX_SPAN_S,
+)
 from pipeline.ingest.window import set_window
 from pipeline.trace.io import write_table
 from pipeline.trace.manifest import Ledger, Manifest
 from pipeline.trace.schema import conform
 
+CPU_MILLI_MAX = MAX_MACHINE_CORES * 1000.0  # (pipeline.ingest.limits: past it, rejected)
 NODES = RawTable("node_list", "openb_node_list*.csv", (
-    Column("sn", STR, True), Column("cpu_milli", FLOAT, True, True),
-    Column("memory_mib", FLOAT, True, True), Column("gpu", INT, True, True),
-    Column("model", STR),
+    Column("sn", STR, True), Column("cpu_milli", FLOAT, True, True, CPU_MILLI_MAX),
+    Column("memory_mib", FLOAT, True, True, MAX_MACHINE_MEM_MIB),
+    Column("gpu", INT, True, True, MAX_MACHINE_GPUS), Column("model", STR),
 ), header=True)
 PODS = RawTable("pod_list", "openb_pod_list*.csv", (
-    Column("name", STR, True), Column("cpu_milli", FLOAT, True, True),
-    Column("memory_mib", FLOAT, True, True), Column("num_gpu", INT, True, True),
+    Column("name", STR, True), Column("cpu_milli", FLOAT, True, True, CPU_MILLI_MAX),
+    Column("memory_mib", FLOAT, True, True, MAX_MACHINE_MEM_MIB),
+    Column("num_gpu", INT, True, True, MAX_MACHINE_GPUS),
     Column("gpu_milli", INT, True, True), Column("gpu_spec", STR), Column("qos", STR),
-    Column("pod_phase", STR, True), Column("creation_time", FLOAT, True, True),
-    Column("deletion_time", FLOAT, True, True), Column("scheduled_time", FLOAT, False, True),
+    Column("pod_phase", STR, True), Column("creation_time", FLOAT, True, True, MAX_SPAN_S),
+    Column("deletion_time", FLOAT, True, True, MAX_SPAN_S),
+    Column("scheduled_time", FLOAT, False, True, MAX_SPAN_S),
 ), header=True)
 
 MILLI = 1000.0

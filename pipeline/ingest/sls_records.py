@@ -14,6 +14,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from pipeline.ingest import limits
+from pipeline.ingest.limits import (
+    MAX_EPOCH_S,
+    MAX_MACHINE_CORES,
+    MAX_MACHINE_MEM_MIB,
+    MAX_SPAN_S,
+    MAX_TASKS,
+)
+
 MAP, REDUCE = "map", "reduce"
 # SLSConfiguration defaults: yarn.sls.container.memory.mb / .vcores (each container simulator).
 CONTAINER_MB, CONTAINER_VCORES = 1024.0, 1.0
@@ -101,7 +110,27 @@ def number(obj: dict[str, Any], key: str, required: bool = True,
         raise Rejected("bad_number", label)
     if parsed < 0:
         raise Rejected("negative_value", label)
+    if parsed > _physical_bound(key):
+        raise Rejected(limits.REASON, label)
     return parsed
+
+
+def _physical_bound(key: str) -> float:
+    """The most field ``key`` can physically be (:mod:`pipeline.ingest.limits`): times in
+    ms (SLS's from the trace's start, Rumen's since the epoch) before the year 2200, a
+    duration no longer than any trace, one container's memory and vcores no more than any
+    machine's, a request's container count no more than any cluster's tasks."""
+    if "duration" in key:
+        return MAX_SPAN_S * 1000.0
+    if key.endswith((".ms", "Time")):
+        return MAX_EPOCH_S * 1000.0
+    if "memory" in key:
+        return MAX_MACHINE_MEM_MIB
+    if "vcores" in key:
+        return MAX_MACHINE_CORES
+    if key.endswith("count"):
+        return MAX_TASKS
+    return math.inf
 
 
 def text(obj: dict[str, Any], key: str) -> str | None:
@@ -212,6 +241,8 @@ def _sls_duration(obj: dict[str, Any], start: float | None) -> float:
         raise Rejected("end_before_start", "container.end.ms")
     if end == start:
         raise Rejected("non_positive_duration", "container.end.ms")
+    if end - start > MAX_SPAN_S * 1000.0:  # longer than any trace lasts
+        raise Rejected(limits.REASON, "container.end.ms")
     return end - start
 
 

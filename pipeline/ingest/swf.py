@@ -11,8 +11,10 @@ Mapping decisions (what, why):
 - files: exactly one ``*.swf`` / ``*.swf.gz`` directly under the source directory: two logs
   are two machines and periods, so mixing them would describe no real system (``tracereplay
   fetch swf`` puts each log in its own ``l_NAME/`` directory).
-- machines: one machine ``pool`` with ``cpu`` = the header's ``MaxProcs`` processors (a log
-  without a usable one: the largest job size, noted), ``mem`` 1.0 (normalized: the memory
+- machines: one machine ``pool`` with ``cpu`` = the header's ``MaxProcs`` processors (usable:
+  a whole number as its first word, at most 10^8; a log without a usable one: the largest
+  job size, noted, and counted as repair ``max_procs_unreadable_largest_job_used`` when the
+  header has one that is not usable), ``mem`` 1.0 (normalized: the memory
   fields are -1 in most logs, so memory is not modeled and every task asks 0), ``gpu`` 0.
   Space-shared HPC machines allocate processors, not nodes' shares, so one pool of processors
   is what their schedulers (EASY, backfilling) saw.
@@ -20,7 +22,8 @@ Mapping decisions (what, why):
   (job size, processors) follows the adapter option ``size``: ``requested`` (default) takes
   field 8, or field 5 where field 8 is -1 (repair ``processors_from_allocated``); ``allocated``
   takes field 5, or field 8 where it is -1 (``processors_from_requested``).  A size <= 0 in
-  both is rejected (``no_processors``).  ``duration_s`` = run time (field 4); -1 (a job that
+  both is rejected (``no_processors``).  Times beyond 30 years and sizes beyond 10^8
+  processors are no trace's (``above_physical_limit:<field>``, :mod:`pipeline.ingest.limits`).  ``duration_s`` = run time (field 4); -1 (a job that
   never ran, mostly cancelled in the queue) is dropped (``run_time_missing``, tasks and
   jobs); 0 (the log rounds runs under 0.5 s to 0) becomes ``ZERO_RUN_TIME_S`` = 1 s, one tick
   of the logs' clock (repair ``zero_run_time``), since the contract needs ``duration_s`` > 0.
@@ -67,8 +70,10 @@ from typing import ClassVar
 import polars as pl
 
 from pipeline.errors import TraceError, UsageError
+from pipeline.ingest import limits
 from pipeline.ingest.base import require_tables, single_file
 from pipeline.ingest.csvparts import BLOCK_BYTES, FLOAT, Column, RawTable
+from pipeline.ingest.limits import MAX_PROCESSORS, MAX_SPAN_S
 from pipeline.ingest.rawfile import stored_blocks
 from pipeline.ingest.swf_nodes import node_machines, node_shape, spread_over_nodes
 from pipeline.ingest.window import set_window
@@ -87,12 +92,16 @@ SIZES = ("requested", "allocated")
 POOL = "pool"
 ZERO_RUN_TIME_S = 1.0  # one tick of the logs' 1 s clock (SWF rounds runs under 0.5 s to 0)
 # Fields that count or name things: a value that is not a whole number is a bad number.
+# times and processor counts no machine can have (pipeline.ingest.limits): rejected
+SPAN_FIELDS = ("submit_time", "wait_time", "run_time", "average_cpu_time", "requested_time",
+               "think_time")
+PROCESSOR_FIELDS = ("allocated_processors", "requested_processors")
 WHOLE = ("job_number", "allocated_processors", "requested_processors", "status", "user_id",
          "group_id", "executable", "queue", "partition", "preceding_job")
 END_EVENT = {1: "finished", 0: "failed", 5: "killed"}
 PARTIAL = (2, 3, 4)  # partial-execution records following a job's summary line
 _HEADER_LINE = re.compile(r"^;\s{0,2}([A-Za-z]+)\s*:(.*)$")
-_LEADING_INT = re.compile(r"^\s*(\d+)")
+_WHOLE_WORD = re.compile(r"^\s*(\d+)(?:\s|$)")  # a whole number, then a comment or nothing
 HEADER_KEPT = ("Version", "Computer", "Installation", "MaxJobs", "MaxRecords", "MaxNodes",
                "MaxProcs", "UnixStartTime", "TimeZoneString", "StartTime", "EndTime")
 
@@ -119,10 +128,14 @@ class Header:
         else:
             self.values.setdefault(key, value)
 
-    def whole(self, key: str) -> int | None:
-        """The leading whole number of header ``key`` (``338 (batch partition)`` -> 338)."""
-        match = _LEADING_INT.match(self.values.get(key, ""))
-        return int(match.group(1)) if match else None
+    def whole(self, key: str, high: int | None = None) -> int | None:
+        """Header ``key`` as a whole number: its first word must be one (``338 (batch
+        partition)`` -> 338; ``12abc``, ``1e30``, ``2.5`` -> None: not read by leading
+        digits), and no more than ``high``."""
+        match = _WHOLE_WORD.match(self.values.get(key, ""))
+        if not match or (high is not None and int(match.group(1)) > high):
+            return None
+        return int(match.group(1))
 
 
 class Swf:
@@ -162,10 +175,12 @@ class Swf:
         ledger.use(SWF_LOG.name, rows.height)
         jobs, tasks = emit(rows, ledger, self.size, POOL)
         pool_cpu, pool_source = pool_processors(header, tasks)
+        if "MaxProcs" in header.values and header.whole("MaxProcs", MAX_PROCESSORS) is None:
+            ledger.repair("machines", "max_procs_unreadable_largest_job_used", 1)
         ledger.repair("tasks", "larger_than_pool_kept", int((tasks["cpu"] > pool_cpu).sum()))
         machines = machine_table(pool_cpu)
         if self.machine == "nodes":
-            ppn = node_shape(header.whole("MaxNodes"), pool_cpu, path)
+            ppn = node_shape(header.whole("MaxNodes", MAX_PROCESSORS), pool_cpu, path)
             machines = node_machines(int(pool_cpu / ppn), ppn)
             tasks = spread_over_nodes(tasks, ppn, ledger)
         write_table(out, "machines", conform(machines.to_arrow(), "machines"))
@@ -286,11 +301,11 @@ def require_rows(rows: pl.DataFrame, ledger: Ledger, path: Path) -> None:
 
 def pool_processors(header: Header, tasks: pl.DataFrame) -> tuple[float, str]:
     """Processors of the pool, and where the number came from."""
-    stated = header.whole("MaxProcs")
+    stated = header.whole("MaxProcs", MAX_PROCESSORS)  # (no machine has more)
     if stated:
         return float(stated), "header MaxProcs"
     largest = float(tasks["cpu"].max() or 1.0)
-    nodes = header.whole("MaxNodes")
+    nodes = header.whole("MaxNodes", MAX_PROCESSORS)
     also = f"; MaxNodes {nodes}" if nodes else ""
     return largest, f"no usable MaxProcs header: the largest job size{also}"
 
@@ -328,6 +343,8 @@ def reject_bad_rows(raw: pl.DataFrame, ledger: Ledger, table: str, rel: str,
         (pl.col("submit_time") < 0).alias("negative_value:submit_time"),
         (pl.col("job_number") < 0).alias("negative_value:job_number"),
         pl.col("status").is_in(PARTIAL).alias("partial_execution_record"),
+        *((pl.col(n) > MAX_SPAN_S).alias(limits.reason(n)) for n in SPAN_FIELDS),
+        *((pl.col(n) > MAX_PROCESSORS).alias(limits.reason(n)) for n in PROCESSOR_FIELDS),
     ], ledger, table, rel)
     return _reject(rows, [
         (~pl.col("job_number").is_first_distinct()).alias("duplicate_job_number"),

@@ -8,13 +8,15 @@
 - ``rack``: ``switch_id`` (the top-of-rack switch, the failure domain the trace has);
   ``platform``: ``platform_id`` (latest).
 - REMOVE followed by ADD is a ``machine_downtime`` interval; a final REMOVE is ``removed_s``.
-- Rejected rows: ``unknown_event_type``, ``after_window`` (stamped 2^63-1).
+- Rejected rows: ``unknown_event_type``, ``after_window`` (stamped 2^63-1), and a capacity
+  above 1.0 (``above_physical_limit:capacity_*``: 1.0 is the largest machine of all traces).
 """
 
 from __future__ import annotations
 
 import polars as pl
 
+from pipeline.ingest import limits
 from pipeline.ingest.google2019.ndjson import reject_rows
 from pipeline.ingest.google2019.tables import (
     ADD,
@@ -24,6 +26,7 @@ from pipeline.ingest.google2019.tables import (
     inside_offset,
     seconds,
 )
+from pipeline.ingest.limits import MAX_NORMALIZED
 from pipeline.trace.manifest import Ledger
 
 TABLE = "machine_events"
@@ -35,6 +38,10 @@ def machine_rows(frames: list[pl.DataFrame], ledger: Ledger) -> pl.DataFrame:
     frame = reject_rows(frame, TABLE, ledger, [
         ("unknown_event_type", ~pl.col("type").is_in([ADD, REMOVE, UPDATE])),
         ("after_window", pl.col("time") == TIME_AFTER_WINDOW),
+        # capacities are fractions of the largest machine of all the traces: above 1.0 is
+        # no machine (pipeline.ingest.limits)
+        *((limits.reason(c), pl.col(c) > MAX_NORMALIZED)
+          for c in ("capacity_cpus", "capacity_memory")),
     ])
     ledger.repair(TABLE, "time_inside_offset_read_as_before_window",
                   int(frame.select(inside_offset(pl.col("time")).sum()).item()))
