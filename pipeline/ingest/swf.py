@@ -23,7 +23,8 @@ Mapping decisions (what, why):
   field 8, or field 5 where field 8 is -1 (repair ``processors_from_allocated``); ``allocated``
   takes field 5, or field 8 where it is -1 (``processors_from_requested``).  A size <= 0 in
   both is rejected (``no_processors``).  Times beyond 30 years and sizes beyond 10^8
-  processors are no trace's (``above_physical_limit:<field>``, :mod:`pipeline.ingest.limits`).  ``duration_s`` = run time (field 4); -1 (a job that
+  processors are no trace's (``above_physical_limit:<field>``, :mod:`pipeline.ingest.limits`).
+  ``duration_s`` = run time (field 4); -1 (a job that
   never ran, mostly cancelled in the queue) is dropped (``run_time_missing``, tasks and
   jobs); 0 (the log rounds runs under 0.5 s to 0) becomes ``ZERO_RUN_TIME_S`` = 1 s, one tick
   of the logs' clock (repair ``zero_run_time``), since the contract needs ``duration_s`` > 0.
