@@ -333,7 +333,8 @@ def sweep(
     """
     from pipeline.sweep import sweep as run_sweep
 
-    typer.echo(json.dumps(run_sweep(params, scheduler, workers, progress, trace, prune)))
+    typer.echo(json.dumps(short_result(run_sweep(params, scheduler, workers, progress, trace,
+                                                 prune))))
 
 
 @app.command()
@@ -360,10 +361,17 @@ def load(
     paths = expand_runs(list(runs or []))
     if params is not None:
         paths = [*sweep_runs(params), *paths]
-    result = run_load(paths, db, baseline=baseline)
+    result = run_load(paths, db, baseline=baseline, progress=True)
     if summary is not None:
         write_json_atomic(summary, load_summary(paths, result))
-    typer.echo(json.dumps(result, default=str))
+    typer.echo(json.dumps(short_result(result), default=str))
+
+
+def short_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A verb's result line with its lists counted (``run_ids``: 102 ids), not printed: the
+    ``--summary`` file, the warehouse and the run directories hold them."""
+    return {key: len(value) if isinstance(value, list) else value
+            for key, value in result.items()}
 
 
 def load_summary(paths: list[Path], result: dict[str, Any]) -> dict[str, Any]:
@@ -440,7 +448,8 @@ def report(
     """Write the cost-savings report: HTML (offline), PNG charts and a Markdown summary."""
     from pipeline.report import report as run_report
 
-    typer.echo(json.dumps(run_report(db, out, baseline, tolerance), default=str))
+    typer.echo(json.dumps(short_result(run_report(db, out, baseline, tolerance, progress=True)),
+                          default=str))
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.errors import UsageError
+from pipeline.progress import Progress
 from pipeline.report.data import ReportData, read_report_data
 from pipeline.report.gpu import gpu_sections
 from pipeline.report.render import chart_png, html_page, markdown_table
@@ -26,13 +27,14 @@ REPORT_FILES = ("report.html", "summary.md")
 
 
 def report(db: Path, out: Path, baseline: str = "yarn-uniform",
-           tolerance: float = 0.1) -> dict[str, Any]:
+           tolerance: float = 0.1, progress: bool = False) -> dict[str, Any]:
     """Write the cost-savings report of warehouse ``db`` into directory ``out``.
 
     ``tolerance``: how much slower (p95 job time) and how much more work left undone than
     the status quo a setting may be and still count as a saving (0.1 = 10%).
     ``out`` is replaced as a whole; to protect other files, an existing non-empty ``out``
-    must be a previous report (hold report.html or summary.md).
+    must be a previous report (hold report.html or summary.md).  ``progress``: show the
+    traces and charts done so far (:mod:`pipeline.progress`).
     """
     out = Path(out)
     if not 0 <= tolerance <= 10:
@@ -40,10 +42,14 @@ def report(db: Path, out: Path, baseline: str = "yarn-uniform",
                          field="--tolerance")
     _check_replaceable(out)
     data = read_report_data(Path(db), baseline)
-    traces = [(trace, _sections(data.for_trace(trace), tolerance)) for trace in data.traces()]
+    traces = []
+    with Progress(len(data.traces()), "report", "traces", enabled=progress) as shown:
+        for trace in data.traces():
+            traces.append((trace, _sections(data.for_trace(trace), tolerance)))
+            shown.update(len(traces))
     intro = _intro(data, Path(db))
     with atomic_dir(out) as tmp:
-        charts = write_charts(tmp / "charts", traces)
+        charts = write_charts(tmp / "charts", traces, progress)
         write_csvs(tmp / "tables", traces)
         (tmp / "report.html").write_text(html_page(TITLE, intro, traces))
         (tmp / "summary.md").write_text(summary_markdown(intro, traces))
@@ -99,17 +105,19 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "trace"
 
 
-def write_charts(directory: Path, traces: list[tuple[str, list[Section]]]) -> list[str]:
+def write_charts(directory: Path, traces: list[tuple[str, list[Section]]],
+                 progress: bool = False) -> list[str]:
     """Render every chart to ``directory/NAME.png``; the file names."""
     directory.mkdir(parents=True, exist_ok=True)
+    charts = [(trace, s) for trace, sections in traces for s in sections if s.chart is not None]
     names = []
-    for trace, sections in traces:
-        for section in sections:
-            if section.chart is None:
-                continue
+    with Progress(len(charts), "report", "charts", enabled=progress) as shown:
+        for trace, section in charts:
+            assert section.chart is not None
             name = chart_name(trace, section)
             (directory / name).write_bytes(chart_png(section.chart.to_dict()))
             names.append(name)
+            shown.update(len(names))
     return names
 
 

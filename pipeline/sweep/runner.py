@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pipeline.progress import Progress
+from pipeline.progress import LOG_EVERY_S, Progress
 from pipeline.sweep.grid import RunSpec
 
 RETRIES = 2
@@ -55,7 +55,7 @@ def run_dask(specs: Sequence[RunSpec], scheduler: str | None = None, workers: in
              progress: bool = True, func: Callable[[RunSpec], dict] = run_one,
              ) -> list[dict[str, Any]]:
     """Run every spec on Dask; results come back in spec order."""
-    from dask.distributed import Client, LocalCluster, as_completed
+    from dask.distributed import Client, LocalCluster, wait
 
     cluster = None
     if scheduler is None:
@@ -70,9 +70,17 @@ def run_dask(specs: Sequence[RunSpec], scheduler: str | None = None, workers: in
         futures = {client.submit(func, s, key=f"run-{s.key}", retries=RETRIES, pure=False): i
                    for i, s in enumerate(specs)}
         results: list[dict[str, Any] | None] = [None] * len(specs)
+        pending, done = set(futures), 0
         with Progress(len(specs), "sweep", "runs", enabled=progress) as shown:
-            for done, future in enumerate(as_completed(futures), start=1):
-                results[futures[future]] = future.result()
+            while pending:  # waits of at most LOG_EVERY_S: a long last run still shows life
+                try:
+                    finished, pending = wait(pending, timeout=LOG_EVERY_S,
+                                             return_when="FIRST_COMPLETED")
+                except TimeoutError:
+                    finished = set()
+                for future in finished:
+                    results[futures[future]] = future.result()
+                done += len(finished)
                 shown.update(done)
         return [r for r in results if r is not None]
     finally:

@@ -20,6 +20,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from pipeline.errors import TraceError, UsageError, filesystem_error
+from pipeline.progress import Progress
 from pipeline.warehouse.db import (
     STAGING_DIR,
     connect,
@@ -36,11 +37,13 @@ PARQUET_TABLES = TABLES[1:]
 OPTIONAL_TABLES = ("queues", "gpu_curve")  # loaded when the run directory has them
 
 
-def load(runs: Iterable[Path], db: Path, *, baseline: str | None = None) -> dict[str, Any]:
+def load(runs: Iterable[Path], db: Path, *, baseline: str | None = None,
+         progress: bool = False) -> dict[str, Any]:
     """Load run directories ``runs`` into warehouse ``db`` (created if missing).
 
-    ``baseline`` also stores the default baseline policy of the ``cost_savings`` view.
-    Returns counts of what was loaded.
+    ``baseline`` also stores the default baseline policy of the ``cost_savings`` view;
+    ``progress`` shows runs loaded so far (:mod:`pipeline.progress`).  Returns counts of
+    what was loaded (rows as stored: a run given twice is counted once).
     """
     run_dirs = [read_run_dir(Path(p)) for p in runs]
     if not run_dirs:
@@ -49,7 +52,7 @@ def load(runs: Iterable[Path], db: Path, *, baseline: str | None = None) -> dict
     created = not db.exists()
     try:
         with connect(db) as con:
-            summary = _load_transaction(con, db, run_dirs, baseline)
+            summary = _load_transaction(con, db, run_dirs, baseline, progress)
     except BaseException:
         if created:  # a failed first load leaves no warehouse behind, not an empty one
             remove_database(db)
@@ -58,12 +61,13 @@ def load(runs: Iterable[Path], db: Path, *, baseline: str | None = None) -> dict
 
 
 def _load_transaction(
-    con: duckdb.DuckDBPyConnection, db: Path, run_dirs: list[RunDir], baseline: str | None
+    con: duckdb.DuckDBPyConnection, db: Path, run_dirs: list[RunDir], baseline: str | None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Load, check and commit in one transaction; anything failing rolls it all back."""
     con.execute("begin transaction")
     try:
-        summary = _load_all(con, run_dirs, baseline)
+        summary = _load_all(con, run_dirs, baseline, progress)
         _check_loaded(con, db, [r.run_id for r in run_dirs])
         con.execute("commit")
     except BaseException as exc:
@@ -85,20 +89,24 @@ def remove_database(db: Path) -> None:
 
 
 def _load_all(
-    con: duckdb.DuckDBPyConnection, run_dirs: list[RunDir], baseline: str | None
+    con: duckdb.DuckDBPyConnection, run_dirs: list[RunDir], baseline: str | None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Everything ``load`` does inside its transaction, before the checks."""
     create_schema(con)
     existing = {r[0] for r in con.execute("select distinct run_id from runs").fetchall()}
-    rows = dict.fromkeys(PARQUET_TABLES, 0)
-    for run in run_dirs:
-        counts = load_run(con, run)
-        for table in PARQUET_TABLES:
-            rows[table] += counts[table]
+    with Progress(len(run_dirs), "load", "runs", enabled=progress) as shown:
+        for k, run in enumerate(run_dirs, start=1):
+            load_run(con, run)
+            shown.update(k)
     if baseline is not None:
         set_setting(con, "baseline_policy", baseline)
     views = refresh_views(con)
     run_ids = list(dict.fromkeys(r.run_id for r in run_dirs))
+    # rows as stored: a run given twice (or replacing itself) is in the warehouse once
+    rows = {table: con.execute(f"select count(*) from {table} where run_id in "
+                               "(select unnest(?))", [run_ids]).fetchone()[0]
+            for table in PARQUET_TABLES}
     return {
         "runs": len(run_ids),
         "replaced": sum(r in existing for r in run_ids),

@@ -322,3 +322,27 @@ def test_files_without_nan_are_read_by_duckdb_itself(tmp_path: Path) -> None:
     pq.write_table(pa.table({"a": [1.0, float("nan")], "s": ["x", "y"]}), dirty)
     assert load_module.nan_free([str(clean)])
     assert not load_module.nan_free([str(clean), str(dirty)])
+
+
+def test_rows_are_counted_as_stored(tmp_path: Path, runs: list[Path]) -> None:
+    """A run given twice in one load (a by-hand run beside the sweep's copy) is stored once,
+    and counted once: the result's rows are what the warehouse holds for the runs loaded."""
+    result = load([*runs, runs[0]], tmp_path / "w.duckdb")
+    stored = counts(tmp_path / "w.duckdb")
+    assert result["rows"] == {t: stored[t] for t in ("task_runs", "node_intervals", "metrics")}
+    assert result["runs"] == len(runs)
+
+
+def test_the_load_verb_prints_counts_not_lists(tmp_path: Path, runs: list[Path]) -> None:
+    """The JSON result line counts run ids and views; the --summary file keeps them."""
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    summary = tmp_path / "loaded.json"
+    out = CliRunner().invoke(app, ["load", *map(str, runs), "--db", str(tmp_path / "w.duckdb"),
+                                   "--summary", str(summary)])
+    assert out.exit_code == 0, out.output
+    line = json.loads(out.stdout)
+    assert line["run_ids"] == len(runs) and isinstance(line["views"], int)
+    assert len(json.loads(summary.read_text())["runs"]) == len(runs)
