@@ -68,6 +68,42 @@ def savings_chart(settings: pl.DataFrame, labels: Sequence[str]) -> alt.FacetCha
     )
 
 
+DIFFERENCES = {"jct_p95_s": "job completion p95", "wait_p95_s": "task wait p95"}
+
+
+def differences_chart(settings: pl.DataFrame, labels: Sequence[str]) -> alt.Chart:
+    """When every setting pays for the same machines: per setting, its p95 job completion and
+    p95 task wait (hours), one panel each, so what differs is what is drawn (no savings
+    panel: there are none).  Settings beyond the tolerance are faded, as in the savings
+    chart."""
+    rows = palette.with_setting(settings).with_columns(
+        pl.when(pl.col("qualifies").is_null()).then(pl.lit("reference, not a choice"))
+        .when(pl.col("qualifies")).then(pl.lit("within tolerance"))
+        .otherwise(pl.lit("slows the work")).alias("verdict"))
+    long = pl.concat([
+        rows.select("label", "setting", "verdict",
+                    (pl.col(column).cast(pl.Float64) / 3600).alias("hours"),
+                    pl.lit(title).alias("measure"))
+        for column, title in DIFFERENCES.items()])
+    order = rows.sort("jct_p95_s", nulls_last=True)["setting"].to_list()
+    verdicts = [v for v in VERDICTS if v in set(long["verdict"].to_list())]
+    return (
+        alt.Chart(long).mark_bar().encode(
+            x=alt.X("hours:Q", title="hours"),
+            y=alt.Y("setting:N", title=None, sort=order, axis=alt.Axis(labelLimit=420)),
+            color=palette.color(labels, legend=None),
+            opacity=alt.Opacity("verdict:N", scale=alt.Scale(
+                domain=verdicts, range=[VERDICTS[v] for v in verdicts]),
+                legend=alt.Legend(title=None, orient="bottom")),
+            tooltip=["label:N", "measure:N", alt.Tooltip("hours:Q", format=",.2f"),
+                     "verdict:N"])
+        .properties(width=260, height=alt.Step(18))
+        .facet(column=alt.Column("measure:N", title=None, sort=list(DIFFERENCES.values())))
+        .resolve_scale(x="independent")
+        .properties(title="The same machines for every setting: what differs is the work")
+    )
+
+
 def distribution_chart(distributions: pl.DataFrame, runs: pl.DataFrame,
                        labels: Sequence[str]) -> alt.FacetChart:
     """CDFs of job completion and task wait per setting (log time axis), fixed and elastic

@@ -34,7 +34,11 @@ MONTH_DAYS = 30.0
 UNDONE_FLOOR = 0.001  # of the offered work: slack for a reference that left nothing undone
 MEASURES = ["node_hours", "cost_usd", "jct_p50_s", "jct_p95_s", "wait_p50_s", "wait_p95_s",
             "jain_fairness", "backlog_task_s", "backlog_tasks", "tasks_unfinished",
-            "offered_task_s", "price_per_hour"]
+            "offered_task_s", "price_per_hour", "makespan_s"]
+# What a trace's runs can answer: savings (some setting on an elastic cluster), or, when every
+# setting pays for the trace's own machines, only what differs in the work: over the window
+# (FIXED) or until every task ended (DRAINED: a shorter run frees the machines sooner).
+SAVINGS, FIXED, DRAINED = "savings", "fixed", "drained"
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class Headline:
     reference: dict[str, object] | None
     choice: dict[str, object] | None
     settings: pl.DataFrame  # one row per setting: measures, savings, qualifies
+    mode: str = SAVINGS  # SAVINGS, FIXED or DRAINED (see MEASURES)
 
 
 def settings_frame(summary: pl.DataFrame, peaks: pl.DataFrame) -> pl.DataFrame:
@@ -80,14 +85,99 @@ def headline(summary: pl.DataFrame, peaks: pl.DataFrame, baseline: str, window_s
     ref = fixed.sort("label").row(0, named=True)
     rows = _with_savings(rows, ref, window_s, tolerance)
     choices = rows.filter(~pl.col("reference"))
+    mode = answer_mode(choices)
     qualifying = choices.filter(pl.col("qualifies")).sort(["cost_usd", "label"])
     choice = qualifying.row(0, named=True) if qualifying.height else None
     cheapest = choices.sort(["cost_usd", "label"]).row(0, named=True)
-    sentence = _sentence(ref, choice, cheapest, baseline, window_s, tolerance)
+    if mode == SAVINGS:
+        sentence = _sentence(ref, choice, cheapest, baseline, window_s, tolerance)
+    else:
+        choice = None  # nothing to choose on cost: the same machines, the same bill
+        sentence = _same_bill(ref, choices, baseline, window_s, mode)
     recorded = rows.filter(pl.col("reference")).sort("label")
     if recorded.height:
         sentence += " " + _as_recorded(recorded.row(0, named=True), ref, baseline)
-    return Headline(sentence, ref, choice, rows)
+    return Headline(sentence, ref, choice, rows, mode)
+
+
+def answer_mode(choices: pl.DataFrame) -> str:
+    """What the settings can answer (:data:`SAVINGS`, :data:`FIXED`, :data:`DRAINED`)."""
+    clusters = choices["cluster_mode"].fill_null("fixed")
+    if (clusters != "fixed").any():
+        return SAVINGS
+    drained = "drained" in choices.columns and bool(choices["drained"].fill_null(False).any())
+    return DRAINED if drained else FIXED
+
+
+def _same_bill(ref: dict[str, object], choices: pl.DataFrame, baseline: str,
+               window_s: float, mode: str) -> str:
+    """Every setting pays for the trace's own machines: say so, and what differs instead."""
+    if mode == DRAINED:
+        head = ("Every setting ran on the trace's own machines until its last task ended, so "
+                "none saves money: the machines are the same whatever the schedule. What "
+                "differs is how soon the same work is done")
+        best = _best(choices, "makespan_s") if "makespan_s" in choices.columns else None
+        if best is not None and ref.get("makespan_s") is not None:
+            head += (f": {_setting(best)} ends the last task {_time(best['makespan_s'])} "
+                     f"after the start against {_time(ref['makespan_s'])} for {baseline}"
+                     f"{_freed(best, ref)}")
+    else:
+        head = (f"Every setting here runs on the trace's own machines, so each pays the same "
+                f"{_usd(ref['cost_usd'])} ({_num(ref['node_hours'])} node-hours) over the "
+                f"{_span(window_s)} window: with no elastic cluster replayed, none can save "
+                "(add one to the sweep to ask that). What differs is the work")
+    facts = [f for f in (
+        _fact(choices, ref, baseline, "jct_p95_s", "finishes jobs fastest", "p95 job completion"),
+        _fact(choices, ref, baseline, "wait_p95_s", "starts tasks soonest", "p95 wait"),
+        None if mode == DRAINED else _fact(
+            choices, ref, baseline, "backlog_task_s", "leaves the least work undone", "work left",
+            hours=True),
+    ) if f]
+    better = [text for beats, text in facts if beats]
+    same = [text for beats, text in facts if not beats]
+    if same:
+        listed = same[0] if len(same) == 1 else ", ".join(same[:-1]) + " or " + same[-1]
+        better.append(f"no setting beats {baseline} by 1% or more on {listed}")
+    if not better:
+        return head + "."
+    return head + ("; " if mode == DRAINED else ": ") + "; ".join(better) + "."
+
+
+def _best(choices: pl.DataFrame, column: str) -> dict[str, object] | None:
+    known = choices.filter(pl.col(column).is_not_null()).sort([column, "label"])
+    return known.row(0, named=True) if known.height else None
+
+
+def _fact(choices: pl.DataFrame, ref: dict[str, object], baseline: str, column: str,
+          best_is: str, measure: str, hours: bool = False) -> tuple[bool, str] | None:
+    """The best setting by ``column`` against the status quo: ``(True, "<setting>
+    finishes jobs fastest (p95 job completion X against Y for <baseline>)")``, or ``(False, "p95 job
+    completion (Y)")`` when none does better by 1% or more."""
+    best = _best(choices, column)
+    if best is None or ref.get(column) is None:
+        return None
+    def shown(value: float) -> str:
+        return f"{_num(value / 3600)} task-hours" if hours else _time(value)
+    ref_value, value = float(ref[column] or 0), float(best[column] or 0)  # type: ignore[arg-type]
+    if best["label"] == ref["label"] or value >= ref_value * 0.99:
+        return False, f"{measure} ({shown(ref_value)})"
+    return True, (f"{_setting(best)} {best_is} ({measure} {shown(value)} against "
+                  f"{shown(ref_value)} for {baseline})")
+
+
+def _setting(row: dict[str, object]) -> str:
+    """A setting's label without its cluster (every one here is on the fixed cluster)."""
+    return str(row["label"]).removesuffix(" [fixed]")
+
+
+def _freed(best: dict[str, object], ref: dict[str, object]) -> str:
+    """How much sooner the machines are free, in their own hours (not dollars: whether that
+    time is worth money depends on what else would run on it)."""
+    sooner = float(ref["makespan_s"]) - float(best["makespan_s"])  # type: ignore[arg-type]
+    if sooner <= 0:
+        return ""
+    share = 100 * sooner / float(ref["makespan_s"])  # type: ignore[arg-type]
+    return f", so the machines are free {_time(sooner)} ({share:.1f}%) sooner"
 
 
 def _as_recorded(row: dict[str, object], ref: dict[str, object], baseline: str) -> str:

@@ -40,7 +40,7 @@ from pipeline.report.assumptions import (
     trace_lines,
 )
 from pipeline.report.data import ReportData
-from pipeline.report.headline import headline
+from pipeline.report.headline import DRAINED, FIXED, SAVINGS, headline
 from pipeline.report.observations import observations
 from pipeline.report.section import Section
 from pipeline.report.tables import readable
@@ -48,6 +48,13 @@ from pipeline.report.tables import readable
 ANSWER_COLUMNS = ["cluster_mode", "setting", "node_hours", "cost_usd", "cost_saved_pct",
                   "saved_usd_per_day", "jct_p95_s", "wait_p95_s", "jain_fairness",
                   "backlog_task_s", "qualifies"]
+# every setting on the same machines: no savings columns (all zero, or not money)
+SAME_BILL_COLUMNS = {
+    FIXED: ["setting", "jct_p95_s", "wait_p95_s", "jain_fairness", "backlog_task_s",
+            "qualifies"],
+    DRAINED: ["setting", "makespan_s", "node_hours", "jct_p95_s", "wait_p95_s",
+              "jain_fairness", "qualifies"],
+}
 
 
 def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
@@ -59,10 +66,12 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
     labels = data.summary["label"].to_list()
     ordered = palette.by_label(palette.with_setting(answer.settings), first=[
         pl.col("cluster_mode").fill_null("fixed") != "fixed", pl.col("cost_usd")])
+    chart = (answer_charts.savings_chart(answer.settings, labels) if answer.mode == SAVINGS
+             else answer_charts.differences_chart(answer.settings, labels))
+    columns = ANSWER_COLUMNS if answer.mode == SAVINGS else SAME_BILL_COLUMNS[answer.mode]
     sections = [
-        Section("answer", "The answer", answer_charts.savings_chart(answer.settings, labels),
-                readable(ordered, ANSWER_COLUMNS),
-                answer_note(data.baseline, tolerance, _drained(data.summary)),
+        Section("answer", "The answer", chart, readable(ordered, columns),
+                answer_note(data.baseline, tolerance, answer.mode),
                 lead=answer.sentence, raw=ordered),
         Section("assumptions", "What these numbers assume",
                 bullets=tuple(trace_lines(info, trace, _drained(data.summary))
@@ -116,29 +125,37 @@ def _detail(title: str, frame: pl.DataFrame, raw: bool = False
     return (title, shown, frame)
 
 
-WINDOW_NOTE = (
-    "paid for over the trace's window. On the fixed cluster every policy pays for the "
-    "same machines, so its savings are zero by construction (the chart leaves that "
-    "panel out): what differs there is job time, waiting, fairness and the work left "
-    "undone. ")
-DRAINED_NOTE = (
-    "paid for until every task ended: these runs went on past the trace's window (drain), "
-    "each paying for its machines until its own last task ended, so on the fixed cluster a "
-    "schedule that finishes the same work sooner costs less, and a setting saves what it "
-    "shortens the run. ")
+MODE_NOTES = {
+    SAVINGS: (
+        "paid for over the trace's window. On the fixed cluster every policy pays for the "
+        "same machines, so its savings are zero by construction (the chart leaves that "
+        "panel out): what differs there is job time, waiting, fairness and the work left "
+        "undone. "),
+    FIXED: (
+        "paid for over the trace's window. Every setting of this trace runs on those same "
+        "machines, so all pay the same and none saves: the chart and the table show what "
+        "differs instead (p95 job completion and wait, fairness, the work left undone). "),
+    DRAINED: (
+        "and these runs went on past the trace's window until every task ended (drain). "
+        "Every setting runs on the same machines, which cost the same whatever the schedule: "
+        "node-hours here are the time until each run's last task ended (its makespan), so "
+        "fewer of them are machines free sooner for other work, not money saved unless the "
+        "machines are rented by the hour. "),
+}
 
 
-def answer_note(baseline: str, tolerance: float, drained: bool = False) -> str:
+def answer_note(baseline: str, tolerance: float, mode: str = SAVINGS) -> str:
     tol = f"{100 * tolerance:.0f}%"
+    money = ("Saved per day divides the saving by the window's length; a month is 30 days. "
+             if mode == SAVINGS else "")
     return (
         f"The status quo is {baseline} on the trace's own machines (the fixed cluster), "
-        f"{DRAINED_NOTE if drained else WINDOW_NOTE}A setting is within "
+        f"{MODE_NOTES[mode]}A setting is within "
         f"tolerance when its p95 job time is at most {tol} above the status quo's and it "
         f"leaves at most {tol} more work undone at the window's end (faded bars: beyond). "
-        "Saved per day divides the saving by the window's length; a month is 30 days. "
-        "recorded, where present, replays the trace's own decisions (each task on the "
-        "machine and at the time the trace records): a reference for what the real cluster "
-        "did, never a choice (no tolerance verdict)."
+        f"{money}recorded, where present, replays the trace's own decisions (each task on "
+        "the machine and at the time the trace records): a reference for what the real "
+        "cluster did, never a choice (no tolerance verdict)."
     )
 
 

@@ -171,7 +171,8 @@ def test_load_checks_and_report_gpu_section(tmp_path: Path) -> None:
     assert summary["runs"] == 4
     out = run_cli("report", "--db", str(tmp_path / "w.duckdb"), "--out", str(tmp_path / "r"))
     report = json.loads(out)
-    assert any(c.endswith("-gpu.png") for c in report["charts"])
+    assert report["charts"] == len(list((tmp_path / "r" / "charts").glob("*.png")))
+    assert any((tmp_path / "r" / "charts").glob("*-gpu.png"))
     text = (tmp_path / "r" / "summary.md").read_text()
     assert "GPU placement: allocation as the workload grows" in text
     assert "The answer" not in text  # no event replays: no cost sections
