@@ -105,9 +105,11 @@ def differences_chart(settings: pl.DataFrame, labels: Sequence[str]) -> alt.Char
 
 
 def distribution_chart(distributions: pl.DataFrame, runs: pl.DataFrame,
-                       labels: Sequence[str]) -> alt.FacetChart:
-    """CDFs of job completion and task wait per setting (log time axis), fixed and elastic
-    apart: the whole distribution, not just two percentiles."""
+                       labels: Sequence[str], baseline: str = "") -> alt.FacetChart:
+    """CDFs of job completion and task wait per setting (log time axis): the whole
+    distribution, not just two percentiles.  One row of panels per cluster and group of at
+    most :data:`palette.PANEL_SIZE` settings (:func:`palette.panels`), the status quo
+    (``baseline``) dashed in each, so no panel draws more than six lines."""
     curves = (
         distributions.join(runs.select("run_id", "label", "cluster_mode"), on="run_id")
         .pipe(palette.with_setting)
@@ -118,6 +120,7 @@ def distribution_chart(distributions: pl.DataFrame, runs: pl.DataFrame,
                       pl.col("value_s").clip(lower_bound=1e-3))
         .sort(["setting", "cluster", "measure", "fraction"])
     )
+    curves, order = palette.in_panels(curves, baseline)
     return (
         alt.Chart(curves)
         .mark_line(interpolate="step-after")
@@ -126,13 +129,15 @@ def distribution_chart(distributions: pl.DataFrame, runs: pl.DataFrame,
                     scale=alt.Scale(type="log"), axis=alt.Axis(format="~s")),
             y=alt.Y("fraction:Q", title="fraction at or below", axis=alt.Axis(format="%")),
             color=palette.color(labels),
+            strokeDash=palette.STATUS_QUO_DASH,
             tooltip=["setting:N", "cluster:N", "measure:N",
                      alt.Tooltip("fraction:Q", format=".1%"),
                      alt.Tooltip("value_s:Q", format=",.1f", title="seconds")],
         )
-        .properties(width=300, height=170)
-        .facet(row=CLUSTER_ROW, column=alt.Column("measure:N", title=None))
-        .properties(title="Job completion and task wait, whole distributions")
+        .properties(width=300, height=150)
+        .facet(row=palette.panel_row(order), column=alt.Column("measure:N", title=None))
+        .properties(title="Job completion and task wait, whole distributions"
+                    + (f" ({baseline} dashed in every panel)" if baseline else ""))
     )
 
 

@@ -32,7 +32,9 @@ def provisioned_nodes_chart(utilization: pl.DataFrame, labels: Sequence[str]) ->
     lines = _merge_identical(series, "nodes_provisioned")
     names = lines["line"].unique().sort().to_list()
     known = palette.scale(labels)
-    hues = [_hue(known, name) for name in names]
+    merged = [n for n in names if n.endswith("(identical)")]
+    hues = [palette.GREYS[merged.index(n) % len(palette.GREYS)] if n in merged
+            else _hue(known, n) for n in names]
     return (
         alt.Chart(lines)
         .mark_line(interpolate="step-after")
@@ -49,10 +51,10 @@ def provisioned_nodes_chart(utilization: pl.DataFrame, labels: Sequence[str]) ->
 
 
 def _hue(scale: alt.Scale, name: str) -> str:
-    """The setting's colour, grey for a line standing for several settings."""
+    """The setting's colour (a line standing for several settings is drawn in a grey)."""
     domain, hues = list(scale.domain), list(scale.range)
     key = palette.setting(name)
-    return hues[domain.index(key)] if key in domain else "#888888"
+    return hues[domain.index(key)] if key in domain else palette.GREYS[0]
 
 
 def _with_cluster(series: pl.DataFrame) -> pl.DataFrame:
@@ -73,13 +75,16 @@ def _merge_identical(series: pl.DataFrame, value: str) -> pl.DataFrame:
     return series.join(naming, left_on="label", right_on="keep").sort(["line", "time_h"])
 
 
-def allocated_capacity_chart(utilization: pl.DataFrame,
-                             labels: Sequence[str]) -> alt.FacetChart:
-    """Allocated cpu and mem over time per setting, one panel per cluster and resource."""
+def allocated_capacity_chart(utilization: pl.DataFrame, labels: Sequence[str],
+                             baseline: str = "") -> alt.FacetChart:
+    """Allocated cpu and mem over time per setting, one column per resource and one row per
+    cluster and group of at most :data:`palette.PANEL_SIZE` settings, the status quo
+    (``baseline``) dashed in each (:func:`palette.in_panels`)."""
     series = _with_cluster(_over_time(utilization, ["cpu_allocated", "mem_allocated"])).unpivot(
         ["cpu_allocated", "mem_allocated"], index=["label", "cluster", "time_h"],
         variable_name="resource", value_name="allocated",
     ).with_columns(pl.col("resource").str.replace("_allocated", "")).pipe(palette.with_setting)
+    series, order = palette.in_panels(series, baseline)
     return (
         alt.Chart(series)
         .mark_line(interpolate="step-after", strokeWidth=1.2)
@@ -87,13 +92,15 @@ def allocated_capacity_chart(utilization: pl.DataFrame,
             x=alt.X("time_h:Q", title="time (h)"),
             y=alt.Y("allocated:Q", title="allocated (trace units)"),
             color=palette.color(labels),
+            strokeDash=palette.STATUS_QUO_DASH,
             tooltip=["label:N", "resource:N", alt.Tooltip("time_h:Q", format=".2f"),
                      alt.Tooltip("allocated:Q", format=",.1f")],
         )
         .properties(width=WIDTH // 2, height=HEIGHT // 2)
-        .facet(row=CLUSTER_ROW, column=alt.Column("resource:N", title=None))
+        .facet(row=palette.panel_row(order), column=alt.Column("resource:N", title=None))
         .resolve_scale(y="independent")
-        .properties(title="Allocated capacity over time")
+        .properties(title="Allocated capacity over time"
+                    + (f" ({baseline} dashed in every panel)" if baseline else ""))
     )
 
 

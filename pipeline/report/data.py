@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
 from pipeline.errors import TraceError, UsageError
+from pipeline.report.names import short_labels
 from pipeline.warehouse.db import connect, describe_error
 
 VIEWS = ("policy_summary", "cost_savings", "utilization_over_time", "fairness_vs_wait",
@@ -88,7 +89,7 @@ class ReportData:
         def maybe(frame: pl.DataFrame) -> pl.DataFrame:
             return only(frame) if frame.height else frame
 
-        return ReportData(self.baseline, only(self.summary), only(self.savings),
+        restricted = ReportData(self.baseline, only(self.summary), only(self.savings),
                           only(self.utilization), only(self.fairness), only(self.unschedulable),
                           maybe(self.queue_shares), runs_of(self.queue_summary),
                           maybe(self.comparison), maybe(self.traces_info),
@@ -96,6 +97,23 @@ class ReportData:
                           maybe(self.peaks), maybe(self.runs), maybe(self.locality_bins),
                           maybe(self.opportunistic), maybe(self.speculation),
                           maybe(self.gpu_curve), maybe(self.gpu_summary), maybe(self.hpc))
+        return restricted.with_short_labels()
+
+    def with_short_labels(self) -> ReportData:
+        """The same data with each run's label as the report names it
+        (:func:`pipeline.report.names.short_labels`: the parameters that tell settings
+        apart), in every frame's ``label`` and ``base_label``."""
+        labels = [*self.summary["label"].to_list()] if self.summary.height else []
+        names = {old: new for old, new in short_labels(labels).items() if old != new}
+        if not names:
+            return self
+
+        def renamed(frame: pl.DataFrame) -> pl.DataFrame:
+            return frame.with_columns(pl.col(c).replace(names) for c in ("label", "base_label")
+                                      if c in frame.columns)
+
+        return ReportData(self.baseline, *(renamed(getattr(self, f.name))
+                                           for f in fields(self) if f.name != "baseline"))
 
 
 def read_report_data(db: Path, baseline: str) -> ReportData:

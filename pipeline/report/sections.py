@@ -77,8 +77,9 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
                 bullets=tuple(trace_lines(info, trace, _drained(data.summary))
                               + cluster_lines(data.runs, data.summary, _drained(data.summary))
                               + [seed_line(data.summary)] + empty_metric_lines(data.summary)),
-                details=(_detail("Settings each run used (set, or read from configuration "
-                                 "files; defaults left out)",
+                details=(_detail("Every setting in full: what its runs used (set, or read "
+                                 "from configuration files; defaults left out). Names "
+                                 "elsewhere show the parameters that tell settings apart",
                                  settings_table(data.summary, data.runs)),)),
     ]
     seen = (observations(data.summary, data.queue_shares, data.comparison)
@@ -89,7 +90,8 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
     if data.distributions.height:
         sections.append(Section(
             "distributions", "Job completion and task wait",
-            answer_charts.distribution_chart(data.distributions, data.summary, labels),
+            answer_charts.distribution_chart(data.distributions, data.summary, labels,
+                                           data.baseline),
             note=DISTRIBUTION_NOTE))
     sections += comparison_sections(data, labels)
     sections += locality_sections(data, labels)
@@ -314,7 +316,7 @@ def capacity_sections(data: ReportData, labels: list[str]) -> list[Section]:
                 "policy) are drawn once. Peaks are true peaks, from every change.",
                 raw=peaks),
         Section("allocated-capacity", "Allocated capacity over time",
-                charts.allocated_capacity_chart(data.utilization, labels)),
+                charts.allocated_capacity_chart(data.utilization, labels, data.baseline)),
         Section("utilization", "Utilization", charts.utilization_chart(data.summary, labels),
                 readable(palette.by_label(data.summary), ["label", "seed", "util_alloc_cpu",
                                                       "util_alloc_mem", "util_used_cpu",
