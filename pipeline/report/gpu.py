@@ -16,7 +16,7 @@ import polars as pl
 from pipeline.report import palette
 from pipeline.report.charts import WIDTH
 from pipeline.report.data import ReportData
-from pipeline.report.section import Section
+from pipeline.report.section import Glance, Section
 from pipeline.report.tables import readable
 
 HEIGHT = 300
@@ -32,6 +32,9 @@ NOTE = (
     "weighted by their popularity. Time is not modelled: these runs have no cost or job "
     "times, and the report's other sections leave them out.")
 
+GLANCE_CAVEAT = ("A placement experiment (the FGD paper's): pods never leave and time is not "
+                 "modelled, so it ranks packing, not cost or job times.")
+
 
 def gpu_sections(data: ReportData) -> list[Section]:
     """The GPU section, when the trace has runs of the inflation experiment."""
@@ -42,7 +45,9 @@ def gpu_sections(data: ReportData) -> list[Section]:
     ordered = palette.by_label(summary)
     return [Section("gpu", "GPU placement: allocation as the workload grows",
                     allocation_chart(curve, labels), readable(ordered, COLUMNS), NOTE,
-                    lead=lead(summary), raw=ordered)]
+                    lead=lead(summary), raw=ordered,
+                    glance=Glance("Which GPU placement packs the cluster fullest?",
+                                  lead(summary), GLANCE_CAVEAT))]
 
 
 def allocation_chart(curve: pl.DataFrame, labels: list[str]) -> alt.LayerChart:

@@ -116,20 +116,20 @@ def _same_bill(ref: dict[str, object], choices: pl.DataFrame, baseline: str,
         head = ("Every setting ran on the trace's own machines until its last task ended, so "
                 "none saves money: the machines are the same whatever the schedule. What "
                 "differs is how soon the same work is done")
-        best = _best(choices, "makespan_s") if "makespan_s" in choices.columns else None
+        best = best_by(choices, "makespan_s") if "makespan_s" in choices.columns else None
         if best is not None and ref.get("makespan_s") is not None:
-            head += (f": {_setting(best)} ends the last task {_time(best['makespan_s'])} "
-                     f"after the start against {_time(ref['makespan_s'])} for {baseline}"
-                     f"{_freed(best, ref)}")
+            head += (f": {setting_text(best)} ends the last task {time_text(best['makespan_s'])} "
+                     f"after the start against {time_text(ref['makespan_s'])} for {baseline}"
+                     f"{freed(best, ref)}")
     else:
         head = (f"Every setting here runs on the trace's own machines, so each pays the same "
-                f"{_usd(ref['cost_usd'])} ({_num(ref['node_hours'])} node-hours) over the "
+                f"{usd(ref['cost_usd'])} ({_num(ref['node_hours'])} node-hours) over the "
                 f"{_span(window_s)} window: with no elastic cluster replayed, none can save "
                 "(add one to the sweep to ask that). What differs is the work")
     facts = [f for f in (
-        _fact(choices, ref, baseline, "jct_p95_s", "finishes jobs fastest", "p95 job completion"),
-        _fact(choices, ref, baseline, "wait_p95_s", "starts tasks soonest", "p95 wait"),
-        None if mode == DRAINED else _fact(
+        fact(choices, ref, baseline, "jct_p95_s", "finishes jobs fastest", "p95 job completion"),
+        fact(choices, ref, baseline, "wait_p95_s", "starts tasks soonest", "p95 wait"),
+        None if mode == DRAINED else fact(
             choices, ref, baseline, "backlog_task_s", "leaves the least work undone", "work left",
             hours=True),
     ) if f]
@@ -143,49 +143,49 @@ def _same_bill(ref: dict[str, object], choices: pl.DataFrame, baseline: str,
     return head + ("; " if mode == DRAINED else ": ") + "; ".join(better) + "."
 
 
-def _best(choices: pl.DataFrame, column: str) -> dict[str, object] | None:
+def best_by(choices: pl.DataFrame, column: str) -> dict[str, object] | None:
     known = choices.filter(pl.col(column).is_not_null()).sort([column, "label"])
     return known.row(0, named=True) if known.height else None
 
 
-def _fact(choices: pl.DataFrame, ref: dict[str, object], baseline: str, column: str,
+def fact(choices: pl.DataFrame, ref: dict[str, object], baseline: str, column: str,
           best_is: str, measure: str, hours: bool = False) -> tuple[bool, str] | None:
     """The best setting by ``column`` against the status quo: ``(True, "<setting>
     finishes jobs fastest (p95 job completion X against Y for <baseline>)")``, or ``(False, "p95 job
     completion (Y)")`` when none does better by 1% or more."""
-    best = _best(choices, column)
+    best = best_by(choices, column)
     if best is None or ref.get(column) is None:
         return None
     def shown(value: float) -> str:
-        return f"{_num(value / 3600)} task-hours" if hours else _time(value)
+        return f"{_num(value / 3600)} task-hours" if hours else time_text(value)
     ref_value, value = float(ref[column] or 0), float(best[column] or 0)  # type: ignore[arg-type]
     if best["label"] == ref["label"] or value >= ref_value * 0.99:
         return False, f"{measure} ({shown(ref_value)})"
-    return True, (f"{_setting(best)} {best_is} ({measure} {shown(value)} against "
+    return True, (f"{setting_text(best)} {best_is} ({measure} {shown(value)} against "
                   f"{shown(ref_value)} for {baseline})")
 
 
-def _setting(row: dict[str, object]) -> str:
+def setting_text(row: dict[str, object]) -> str:
     """A setting's label without its cluster (every one here is on the fixed cluster)."""
     return str(row["label"]).removesuffix(" [fixed]")
 
 
-def _freed(best: dict[str, object], ref: dict[str, object]) -> str:
+def freed(best: dict[str, object], ref: dict[str, object]) -> str:
     """How much sooner the machines are free, in their own hours (not dollars: whether that
     time is worth money depends on what else would run on it)."""
     sooner = float(ref["makespan_s"]) - float(best["makespan_s"])  # type: ignore[arg-type]
     if sooner <= 0:
         return ""
     share = 100 * sooner / float(ref["makespan_s"])  # type: ignore[arg-type]
-    return f", so the machines are free {_time(sooner)} ({share:.1f}%) sooner"
+    return f", so the machines are free {time_text(sooner)} ({share:.1f}%) sooner"
 
 
 def _as_recorded(row: dict[str, object], ref: dict[str, object], baseline: str) -> str:
     """The reference in words: how the real cluster did, next to the status quo."""
     return (f"For reference, the real cluster as the trace records it ({row['label']}: each "
-            f"task where and when it ran) started tasks within {_time(row['wait_p95_s'])} "
-            f"at p95 with p95 job completion {_time(row['jct_p95_s'])}; {baseline} on the "
-            f"same machines: {_time(ref['wait_p95_s'])} and {_time(ref['jct_p95_s'])}.")
+            f"task where and when it ran) started tasks within {time_text(row['wait_p95_s'])} "
+            f"at p95 with p95 job completion {time_text(row['jct_p95_s'])}; {baseline} on the "
+            f"same machines: {time_text(ref['wait_p95_s'])} and {time_text(ref['jct_p95_s'])}.")
 
 
 def _with_savings(rows: pl.DataFrame, ref: dict[str, object], window_s: float,
@@ -216,25 +216,25 @@ def _sentence(ref: dict[str, object], choice: dict[str, object] | None,
     price = ref.get("price_per_hour")
     at = f" at ${float(price):.3g} per node-hour" if price else ""
     status_quo = (f"{baseline} on the trace's fixed cluster, which costs "
-                  f"{_usd(ref['cost_usd'])} ({_num(ref['node_hours'])} node-hours) "
+                  f"{usd(ref['cost_usd'])} ({_num(ref['node_hours'])} node-hours) "
                   f"{_measured(ref, window_s)}{at}")
     if choice is None or choice["label"] == ref["label"] or choice["cost_saved_usd"] <= 0:
         why = ""
         if cheapest["label"] != ref["label"] and cheapest["cost_saved_usd"] > 0:
             why = (f" The cheapest setting overall, {setting_name(cheapest)}, would save "
                    f"{cheapest['cost_saved_pct']:.1f}% but "
-                   f"{_penalty(cheapest, tolerance)}.")
+                   f"{penalty(cheapest, tolerance)}.")
         return (f"No setting is cheaper than the status quo without slowing the work: "
                 f"{status_quo}, and nothing that saves money keeps p95 job completion within "
                 f"{tol} of it and its backlog at the window's end no larger.{why}")
     per_day = choice["saved_usd_per_day"]
     return (
         f"{setting_name(choice)} saves {choice['cost_saved_pct']:.1f}% against {status_quo}: "
-        f"{_num(choice['node_hours_saved'])} node-hours and {_usd(choice['cost_saved_usd'])} "
-        f"saved, {_usd(per_day)} per day, {_usd(per_day * MONTH_DAYS)} per 30-day month of "
-        f"this workload, with p95 job completion {_change(choice['jct_p95_change_pct'])} "
-        f"(within {tol}), and tasks waiting {_time(choice['wait_p95_s'])} at p95 instead "
-        f"of {_time(ref['wait_p95_s'])}."
+        f"{_num(choice['node_hours_saved'])} node-hours and {usd(choice['cost_saved_usd'])} "
+        f"saved, {usd(per_day)} per day, {usd(per_day * MONTH_DAYS)} per 30-day month of "
+        f"this workload, with p95 job completion {change_text(choice['jct_p95_change_pct'])} "
+        f"(within {tol}), and tasks waiting {time_text(choice['wait_p95_s'])} at p95 instead "
+        f"of {time_text(ref['wait_p95_s'])}."
     )
 
 
@@ -249,19 +249,19 @@ def setting_name(row: dict[str, object]) -> str:
     return f"{label} on the {mode} cluster"
 
 
-def _penalty(row: dict[str, object], tolerance: float) -> str:
+def penalty(row: dict[str, object], tolerance: float) -> str:
     change = row.get("jct_p95_change_pct")
     if change is not None and change > 100 * tolerance:
-        return f"its p95 job completion is {_change(change)}"
+        return f"its p95 job completion is {change_text(change)}"
     return (f"it leaves {_num((row['backlog_task_s'] or 0) / 3600)} task-hours of work "
             "undone at the window's end")
 
 
-def _time(seconds: object) -> str:
+def time_text(seconds: object) -> str:
     return "n/a" if seconds is None else duration(seconds)
 
 
-def _change(pct: object) -> str:
+def change_text(pct: object) -> str:
     if pct is None:
         return "unchanged"
     return f"{pct:+.1f}%" if abs(float(pct)) >= 0.05 else "unchanged"
@@ -281,7 +281,7 @@ def _span(window_s: float) -> str:
     return f"{hours / 24:.3g}-day" if hours >= 48 else f"{hours:.3g} h"
 
 
-def _usd(value: object) -> str:
+def usd(value: object) -> str:
     v = float(value or 0.0)
     return f"${v:,.0f}" if abs(v) >= 100 else f"${v:,.2f}"
 

@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.report import palette
+from pipeline.report.section import Glance
 from pipeline.report.tables import readable, share
 
 MEASURES = ["util_used_cpu", "base_util_used_cpu", "util_used_cpu_gain_pts", "util_used_mem",
@@ -82,14 +83,31 @@ def table(rows: pl.DataFrame) -> pl.DataFrame:
 def payer_paragraph(rows: pl.DataFrame) -> str:
     """What turning the layer on buys and costs here, in words for whoever pays for the
     cluster: the setting that gained most CPU use, against what it lost."""
-    paired = rows.filter(pl.col("util_used_cpu_gain_pts").is_not_null())
-    if paired.height == 0:
+    best = _best(rows)
+    if best is None:
         return ("Opportunistic containers were replayed here, but no run of the same setting "
                 "without them (or no measured usage) is there to compare with, so what they "
                 "buy cannot be told; the table shows what they cost.")
-    best = paired.sort(["util_used_cpu_gain_pts", "opp_wasted_share", "label"],
-                       descending=[True, False, False], nulls_last=True).row(0, named=True)
     return " ".join(s for s in (_buys(best), _costs(best), _bill(best)) if s)
+
+
+def glance(rows: pl.DataFrame) -> Glance | None:
+    """The first page's line: what the best setting buys, and what it costs as the caveat."""
+    best = _best(rows)
+    if best is None:
+        return None
+    best = {**best, "setting_no": None}  # no table on the first page to number against
+    return Glance("What do opportunistic containers buy?", _buys(best),
+                  " ".join(s for s in (_costs(best), _bill(best)) if s))
+
+
+def _best(rows: pl.DataFrame) -> dict[str, Any] | None:
+    """The setting that gained most CPU use (least work lost on ties), if any is paired."""
+    paired = rows.filter(pl.col("util_used_cpu_gain_pts").is_not_null())
+    if paired.height == 0:
+        return None
+    return paired.sort(["util_used_cpu_gain_pts", "opp_wasted_share", "label"],
+                       descending=[True, False, False], nulls_last=True).row(0, named=True)
 
 
 def _buys(row: dict[str, Any]) -> str:

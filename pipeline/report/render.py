@@ -37,6 +37,9 @@ ul.bullets li { margin: .3em 0; }
 details { margin: .6em 0; }
 summary { cursor: pointer; color: #345; }
 .chart-error { color: #b00; }
+summary.title { font-size: 1.17em; font-weight: bold; color: #222; margin: 1em 0 .5em; }
+table.glance td { max-width: 420px; }
+nav.toc li { margin: .3em 0; }
 """
 EMBED_SCRIPT = """
 for (const [id, spec] of CHARTS) {
@@ -62,14 +65,18 @@ def chart_png(spec: dict[str, Any], scale: float = 2.0) -> bytes:
 
 
 def html_page(title: str, intro: str, traces: Sequence[tuple[str, list[Section]]]) -> str:
-    """The whole report as one HTML document with every chart and its JavaScript inlined."""
-    body = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(intro)}</p>"]
+    """The whole report as one HTML document with every chart and its JavaScript inlined:
+    the first page's answers (:func:`glance_rows`), a table of contents, then per trace its
+    first section open and the others folded (click a title to open it)."""
+    body = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(intro)}</p>",
+            html_glance(traces), html_contents(traces)]
     specs: list[tuple[str, dict[str, Any]]] = []
     for trace, sections in traces:
-        body.append(f"<h2>Trace {html.escape(trace)}</h2>")
-        for section in sections:
+        body.append(f'<h2 id="{anchor(trace)}">Trace {html.escape(trace)}</h2>')
+        for i, section in enumerate(sections):
             chart_id = f"chart-{len(specs)}" if section.chart is not None else None
-            body.append(html_section(section, chart_id))
+            body.append(html_section(section, chart_id, anchor(trace, section.key),
+                                     folded=i > 0))
             if section.chart is not None and chart_id is not None:
                 specs.append((chart_id, themed(section.chart.to_dict())))
     bundle = vlc.javascript_bundle(vl_version=vl_version())
@@ -94,9 +101,48 @@ def html_page(title: str, intro: str, traces: Sequence[tuple[str, list[Section]]
     ])
 
 
-def html_section(section: Section, chart_id: str | None) -> str:
-    """One section: heading, lead, note, bullets, chart placeholder, tables."""
-    parts = [f'<section id="{section.key}">', f"<h3>{html.escape(section.title)}</h3>"]
+def anchor(trace: str, key: str = "") -> str:
+    """The HTML id of a trace (``trace-demo``) or of one of its sections (``demo-answer``)."""
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", trace).strip("-") or "trace"
+    return f"{slug}-{key}" if key else f"trace-{slug}"
+
+
+def glance_rows(traces: Sequence[tuple[str, list[Section]]]) -> list[tuple[str, ...]]:
+    """The first page: per trace and section with a :class:`Glance`, ``(trace, question,
+    answer, caveat)``."""
+    return [(trace, s.glance.question, s.glance.answer, s.glance.caveat)
+            for trace, sections in traces for s in sections if s.glance is not None]
+
+
+def html_glance(traces: Sequence[tuple[str, list[Section]]]) -> str:
+    """The first page's table, each trace linked to its details."""
+    rows = "".join(
+        f'<tr><td><a href="#{anchor(trace)}">{html.escape(trace)}</a></td>'
+        + "".join(f"<td>{html.escape(cell)}</td>" for cell in cells) + "</tr>"
+        for trace, *cells in glance_rows(traces))
+    head = "".join(f"<th>{c}</th>" for c in ("Trace", "Question", "Answer", "Caveat"))
+    return (f'<section id="glance"><h2>At a glance</h2><table class="glance"><thead><tr>'
+            f"{head}</tr></thead><tbody>{rows}</tbody></table></section>")
+
+
+def html_contents(traces: Sequence[tuple[str, list[Section]]]) -> str:
+    """A table of contents: each trace and its sections."""
+    items = "".join(
+        f'<li><a href="#{anchor(trace)}">{html.escape(trace)}</a>: '
+        + " · ".join(f'<a href="#{anchor(trace, s.key)}">{html.escape(s.title)}</a>'
+                     for s in sections) + "</li>"
+        for trace, sections in traces)
+    return f'<nav class="toc"><h2>Contents</h2><ul>{items}</ul></nav>'
+
+
+def html_section(section: Section, chart_id: str | None, element_id: str = "",
+                 folded: bool = False) -> str:
+    """One section: heading, lead, note, bullets, chart placeholder, tables; ``folded``:
+    closed under its title until the reader opens it."""
+    title = html.escape(section.title)
+    parts = [f'<section id="{element_id or section.key}">',
+             f'<details><summary class="title">{title}</summary>' if folded
+             else f"<h3>{title}</h3>"]
     if section.lead:
         parts.append(f'<p class="lead">{html.escape(section.lead)}</p>')
     if chart_id is not None:
@@ -111,7 +157,7 @@ def html_section(section: Section, chart_id: str | None) -> str:
     for title, shown, _ in section.details:
         parts.append(f"<details><summary>{html.escape(title)}</summary>"
                      f"{html_table(shown)}</details>")
-    parts.append("</section>")
+    parts.append("</details></section>" if folded else "</section>")
     return "\n".join(parts)
 
 

@@ -10,12 +10,23 @@ import polars as pl
 
 
 @dataclass(frozen=True)
+class Glance:
+    """A section's answer on the report's first page: the question it answers, the answer
+    in one or two sentences a cluster owner acts on, and the caveat that goes with it."""
+
+    question: str
+    answer: str
+    caveat: str
+
+
+@dataclass(frozen=True)
 class Section:
     """One part of a trace's report; ``key`` names its chart and CSV files.
 
     ``lead``: a sentence shown first and large; ``bullets``: statements; ``table``: the main
     table (readable); ``raw``: the same rows unrounded, for the CSV; ``details``: folded
-    tables ``(title, readable frame, raw frame)``.
+    tables ``(title, readable frame, raw frame)``; ``glance``: its line on the report's
+    first page (the sections that answer a question a payer asks have one).
     """
 
     key: str
@@ -27,3 +38,4 @@ class Section:
     bullets: tuple[str, ...] = ()
     raw: pl.DataFrame | None = None
     details: tuple[tuple[str, pl.DataFrame, pl.DataFrame], ...] = ()
+    glance: Glance | None = None

@@ -40,6 +40,7 @@ from pipeline.report.assumptions import (
     trace_lines,
 )
 from pipeline.report.data import ReportData
+from pipeline.report.glance import answer_glance
 from pipeline.report.headline import DRAINED, FIXED, SAVINGS, headline
 from pipeline.report.observations import observations
 from pipeline.report.section import Section
@@ -72,7 +73,8 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
     sections = [
         Section("answer", "The answer", chart, readable(ordered, columns),
                 answer_note(data.baseline, tolerance, answer.mode),
-                lead=answer.sentence, raw=ordered),
+                lead=answer.sentence, raw=ordered,
+                glance=answer_glance(answer, data.baseline, tolerance)),
         Section("assumptions", "What these numbers assume",
                 bullets=tuple(trace_lines(info, trace, _drained(data.summary))
                               + cluster_lines(data.runs, data.summary, _drained(data.summary))
@@ -281,7 +283,8 @@ def oversubscription_sections(data: ReportData, labels: list[str]) -> list[Secti
     return [Section(
         "oversubscription", "Over-subscription",
         opportunistic_charts.gain_loss_chart(rows, labels), opportunistic.table(rows),
-        opportunistic.NOTE, lead=opportunistic.payer_paragraph(rows), raw=rows)]
+        opportunistic.NOTE, lead=opportunistic.payer_paragraph(rows), raw=rows,
+        glance=opportunistic.glance(rows))]
 
 
 def speculation_sections(data: ReportData, labels: list[str]) -> list[Section]:
@@ -297,6 +300,7 @@ def speculation_sections(data: ReportData, labels: list[str]) -> list[Section]:
     return [Section(
         "speculation", "Speculation", chart, speculation.readable_runs(runs),
         speculation.NOTE, lead=speculation.summary_line(rows), raw=runs,
+        glance=speculation.glance(rows),
         details=(("Per setting, averaged over seeds", speculation.readable_runs(
             rows, speculation.SETTING_COLUMNS), rows),))]
 

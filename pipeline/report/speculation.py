@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.report import palette
+from pipeline.report.section import Glance
 from pipeline.report.tables import MISSING, Format, cell, count, duration, pct, text, title
 
 RULE_NAMES = {"hadoop": "Hadoop's rule", "late": "LATE", "mrv2": "MRv2's speculator"}
@@ -160,6 +161,18 @@ def summary_line(rows: pl.DataFrame) -> str:
                for i, row in enumerate(best)]
     head = "Against the same runs without speculation, " + "; ".join(clauses) + "."
     return f"{head} {_waste(best[0])}"
+
+
+def glance(rows: pl.DataFrame) -> Glance | None:
+    """The first page's line: the best rule's effect on job time; its waste, the caveat."""
+    paired = rows.filter(pl.col("jct_mean_change_pct").is_not_null())
+    if paired.height == 0:
+        return None
+    best = _best_per_rule(paired)[0]
+    return Glance("What does speculative execution buy?",
+                  "Against the same runs without speculation, "
+                  + _clause(best, first=True, settings=_count(paired, best)) + ".",
+                  _waste(best))
 
 
 def _best_per_rule(paired: pl.DataFrame) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from pipeline.errors import UsageError
 from pipeline.progress import Progress
 from pipeline.report.data import ReportData, read_report_data
 from pipeline.report.gpu import gpu_sections
-from pipeline.report.render import chart_png, html_page, markdown_table
+from pipeline.report.render import anchor, chart_png, glance_rows, html_page, markdown_table
 from pipeline.report.section import Section
 from pipeline.report.sections import trace_sections
 from pipeline.trace.io import atomic_dir
@@ -123,7 +123,12 @@ def write_charts(directory: Path, traces: list[tuple[str, list[Section]]],
 
 def summary_markdown(intro: str, traces: list[tuple[str, list[Section]]]) -> str:
     """The report as Markdown: per trace and section, the lead, chart, notes and tables."""
-    lines = [f"# {TITLE}", "", intro, ""]
+    lines = [f"# {TITLE}", "", intro, "", "## At a glance", "",
+             "| Trace | Question | Answer | Caveat |", "|---|---|---|---|"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
+              for row in glance_rows(traces)]
+    lines += ["", "Details per trace: " + ", ".join(
+        f"[{trace}](#{anchor(trace)})" for trace, _ in traces) + ".", ""]
     for trace, sections in traces:
         lines += [f"## Trace {trace}", ""]
         for section in sections:

@@ -18,7 +18,7 @@ Built = tuple[Path, dict[str, Any]]
 
 
 def _section(page: str, key: str) -> str | None:
-    found = re.search(rf'<section id="{key}">(.*?)</section>', page, re.S)
+    found = re.search(rf'<section id="[\w.-]*?-?{key}">(.*?)</section>', page, re.S)
     return found.group(1) if found else None
 
 

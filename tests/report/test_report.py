@@ -59,7 +59,7 @@ def test_one_chart_per_section(built_report: Built) -> None:
     specs = chart_specs(page)
     assert len(specs) == len(SECTIONS_WITH_CHARTS)
     for key in SECTIONS:
-        section = re.search(rf'<section id="{key}">(.*?)</section>', page, re.S)
+        section = re.search(rf'<section id="[\w.-]*?-?{key}">(.*?)</section>', page, re.S)
         assert section is not None, key
         divs = re.findall(r'<div class="chart" id="(chart-\d+)">', section.group(1))
         assert len(divs) == (1 if key in SECTIONS_WITH_CHARTS else 0), key
@@ -152,7 +152,7 @@ def test_queue_report_compares_the_three_schedulers(queue_report: Built) -> None
         f"trace-{key}.png" for key in QUEUE_SECTIONS_WITH_CHARTS]
     page = (out / "report.html").read_text()
     assert len(chart_specs(page)) == len(QUEUE_SECTIONS_WITH_CHARTS)
-    shares = re.search(r'<section id="queue-shares-fixed">(.*?)</section>', page, re.S)
+    shares = re.search(r'<section id="trace-queue-shares-fixed">(.*?)</section>', page, re.S)
     assert shares is not None and "root.research" in shares.group(1)
     text = (out / "summary.md").read_text()
     table = text.split("### Schedulers compared on the fixed cluster")[1].split("<details>")[0]
