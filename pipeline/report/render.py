@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import altair as alt
 import polars as pl
 import vl_convert as vlc
 from altair.utils.html import vl_version_for_vl_convert
@@ -57,6 +58,15 @@ def vl_version() -> str:
     return vl_version_for_vl_convert()
 
 
+def chart_spec(chart: alt.TopLevelMixin) -> dict[str, Any]:
+    """A chart's Vega-Lite spec with its data inlined.  Altair refuses more than 5,000 rows
+    by default, a guard for notebooks; a report chart's rows are bounded by construction
+    (buckets, CDF points, settings; the status quo repeated in each panel), so none is
+    refused here."""
+    with alt.data_transformers.disable_max_rows():
+        return chart.to_dict()
+
+
 def chart_png(spec: dict[str, Any], scale: float = 2.0) -> bytes:
     """A Vega-Lite spec rendered to PNG, offline, in the project's own font (the same
     bytes whatever fonts the machine has: :mod:`pipeline.report.fonts`)."""
@@ -78,7 +88,7 @@ def html_page(title: str, intro: str, traces: Sequence[tuple[str, list[Section]]
             body.append(html_section(section, chart_id, anchor(trace, section.key),
                                      folded=i > 0))
             if section.chart is not None and chart_id is not None:
-                specs.append((chart_id, themed(section.chart.to_dict())))
+                specs.append((chart_id, themed(chart_spec(section.chart))))
     bundle = vlc.javascript_bundle(vl_version=vl_version())
     return "\n".join([
         "<!DOCTYPE html>",

@@ -17,7 +17,14 @@ from pipeline.errors import UsageError
 from pipeline.progress import Progress
 from pipeline.report.data import ReportData, read_report_data
 from pipeline.report.gpu import gpu_sections
-from pipeline.report.render import anchor, chart_png, glance_rows, html_page, markdown_table
+from pipeline.report.render import (
+    anchor,
+    chart_png,
+    chart_spec,
+    glance_rows,
+    html_page,
+    markdown_table,
+)
 from pipeline.report.section import Section
 from pipeline.report.sections import trace_sections
 from pipeline.trace.io import atomic_dir
@@ -115,7 +122,7 @@ def write_charts(directory: Path, traces: list[tuple[str, list[Section]]],
         for trace, section in charts:
             assert section.chart is not None
             name = chart_name(trace, section)
-            (directory / name).write_bytes(chart_png(section.chart.to_dict()))
+            (directory / name).write_bytes(chart_png(chart_spec(section.chart)))
             names.append(name)
             shown.update(len(names))
     return names
