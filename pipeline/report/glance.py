@@ -82,7 +82,12 @@ def _worse(choice: dict[str, object], ref: dict[str, object]) -> str:
     jct = f"p95 job completion {change_text(choice.get('jct_p95_change_pct'))}"
     if not found:
         return f"Nothing measured is worse by more than {WORSE:.0%} ({jct})."
-    return "; ".join([*found, jct]).capitalize().replace("P95", "p95", 1) + "."
+    return _sentence_case("; ".join([*found, jct])) + "."
+
+
+def _sentence_case(text: str) -> str:
+    """``text`` with its first letter upper case, but ``p95`` spelt as it is."""
+    return text if text.startswith("p95") else text[:1].upper() + text[1:]
 
 
 def _fixed(choices: pl.DataFrame, ref: dict[str, object], baseline: str) -> str:
@@ -94,8 +99,7 @@ def _fixed(choices: pl.DataFrame, ref: dict[str, object], baseline: str) -> str:
     if not facts:
         return (f"Keep {baseline}: no setting beats it by 1% or more on p95 job completion "
                 "or p95 wait.")
-    return "; ".join(text for _, text in facts).capitalize().replace(
-        "P95", "p95") + "."
+    return "; ".join(text for _, text in facts) + "."  # starts with a setting's name
 
 
 def _drained(choices: pl.DataFrame, ref: dict[str, object], baseline: str,

@@ -168,7 +168,7 @@ def glance(rows: pl.DataFrame) -> Glance | None:
     paired = rows.filter(pl.col("jct_mean_change_pct").is_not_null())
     if paired.height == 0:
         return None
-    best = _best_per_rule(paired)[0]
+    best = {**_best_per_rule(paired)[0], "setting_no": None}  # no table to number against
     return Glance("What does speculative execution buy?",
                   "Against the same runs without speculation, "
                   + _clause(best, first=True, settings=_count(paired, best)) + ".",
@@ -204,7 +204,8 @@ def _clause(row: dict[str, Any], first: bool, settings: int) -> str:
     cost = "" if extra is None else (
         f" using {extra:.1f}% extra capacity (its copies' run time over the tasks' own)"
         if first else f" using {extra:.1f}%")
-    which = "" if settings < 2 else f" (best of {settings} settings: #{row['setting_no']})"
+    number = f": #{row['setting_no']}" if row.get("setting_no") else ""
+    which = "" if settings < 2 else f" (best of {settings} settings{number})"
     return f"{rule_name(row['spec_rule'])}{which} {moved}{tail}{cost}"
 
 
