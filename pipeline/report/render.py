@@ -43,6 +43,14 @@ table.glance td { max-width: 420px; }
 nav.toc li { margin: .3em 0; }
 """
 EMBED_SCRIPT = """
+// a contents link opens the folded section it points at
+function openTarget() {
+  const target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+  const folded = target && target.querySelector(':scope > details');
+  if (folded) folded.open = true;
+}
+window.addEventListener('hashchange', openTarget);
+openTarget();
 for (const [id, spec] of CHARTS) {
   vegaEmbed('#' + id, spec, EMBED_OPTIONS).catch((err) => {
     const div = document.getElementById(id);
