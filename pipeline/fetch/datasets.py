@@ -25,40 +25,19 @@ Content-Length) and its sha256 equals the published one, where one is published.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.errors import TraceError, UsageError
+from pipeline.fetch.google2019 import google2019
+from pipeline.fetch.pai2020 import alibaba_gpu2020
+from pipeline.fetch.spec import Dataset, RemoteFile
+from pipeline.fetch.swf import swf
+
+__all__ = ["DATASETS", "Dataset", "RemoteFile", "dataset", "parse_sha256sum", "select"]
 
 PARTS_OPTION = "--parts"
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 _SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *]?(.+)$")
-
-
-@dataclass(frozen=True)
-class RemoteFile:
-    """One published file: its path under the base URL (and under OUT) and what is known of it."""
-
-    rel: str
-    size: int | None = None
-    sha256: str | None = None
-
-
-@dataclass(frozen=True)
-class Dataset:
-    """A published trace: where it lives, its files grouped by table, and a default selection."""
-
-    name: str
-    base_url: str
-    tables: dict[str, tuple[RemoteFile, ...]]
-    default_parts: tuple[str, ...]
-    checksum_file: str | None = None
-    notes: str = ""
-    aliases: dict[str, str] = field(default_factory=dict)
-
-    def all_files(self) -> list[RemoteFile]:
-        """Every file of the dataset, table by table, parts in order."""
-        return [f for files in self.tables.values() for f in files]
 
 
 def _google_parts(table: str, count: int) -> tuple[RemoteFile, ...]:
@@ -132,11 +111,7 @@ def _openb() -> Dataset:
 
 
 def _more() -> tuple[Dataset, ...]:
-    """Datasets described beside their adapters' sources (imported here, at the edge)."""
-    from pipeline.fetch.google2019 import google2019
-    from pipeline.fetch.pai2020 import alibaba_gpu2020
-    from pipeline.fetch.swf import swf
-
+    """Datasets described beside their adapters' sources."""
     return (google2019(), alibaba_gpu2020(), swf())
 
 

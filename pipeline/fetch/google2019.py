@@ -16,7 +16,7 @@ names are the same).  Default: ``machine_events``, ``collection_events`` and the
 
 from __future__ import annotations
 
-from pipeline.fetch.datasets import Dataset, RemoteFile
+from pipeline.fetch.spec import Dataset, RemoteFile
 
 CELLS = "abcdefgh"
 BASE_URL = "https://storage.googleapis.com/clusterdata_2019_{cell}/"

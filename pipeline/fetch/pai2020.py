@@ -15,7 +15,7 @@ server's Content-Length.
 
 from __future__ import annotations
 
-from pipeline.fetch.datasets import Dataset, RemoteFile
+from pipeline.fetch.spec import Dataset, RemoteFile
 
 BASE_URL = "https://aliopentrace.oss-cn-beijing.aliyuncs.com/v2020GPUTraces/"
 

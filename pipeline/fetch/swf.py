@@ -15,7 +15,7 @@ unverified rather than accepted silently.
 
 from __future__ import annotations
 
-from pipeline.fetch.datasets import Dataset, RemoteFile
+from pipeline.fetch.spec import Dataset, RemoteFile
 
 BASE_URL = "https://www.cs.huji.ac.il/labs/parallel/workload/"
 

@@ -41,8 +41,9 @@ from pipeline.policies.gpu.devices import MILLI, GpuNodes, whole_milli
 from pipeline.policies.gpu.scorers import make_scorer
 from pipeline.policies.gpu.typical import typical_pods
 from pipeline.replay import output as out
+from pipeline.replay.gpu_loop import Arrivals, Workload, run_inflation
 from pipeline.replay.source import TraceInput
-from pipeline.sim.inflation import Arrivals, Workload, run_inflation
+from pipeline.replay.version import code_version
 from pipeline.trace.io import atomic_dir, read_table
 
 GPU_CURVE = "gpu_curve.parquet"
@@ -109,17 +110,11 @@ def replay_inflation(trace_dir: Path, policy: str, params: Mapping[str, Any] | N
         }
         provenance = {"trace_path": str(trace.dir.resolve()),
                       "wall_s": round(time.perf_counter() - started, 3),
-                      "code_version": _code_version(),
+                      "code_version": code_version(),
                       "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
         out.write_json(run, tmp / out.RUN_JSON)
         out.write_json(provenance, tmp / out.PROVENANCE_JSON)
     return run_id, {**run, **provenance}, metrics
-
-
-def _code_version() -> str:
-    from pipeline.replay.stage import code_version
-
-    return code_version()
 
 
 def _nodes(machines: pl.DataFrame) -> GpuNodes:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 import time
 import warnings
 from collections.abc import Mapping
@@ -31,7 +30,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipeline import __version__
 from pipeline.errors import UsageError
 from pipeline.metrics import metrics_table
 from pipeline.metrics.speculation import spec_rule
@@ -44,6 +42,7 @@ from pipeline.replay.param_files import file_sha256, param_files
 from pipeline.replay.records import BackgroundWriter, RecordStore
 from pipeline.replay.source import TraceInput, Window
 from pipeline.replay.speeds import contention_changes, machine_speeds
+from pipeline.replay.version import code_version
 from pipeline.sim import ClusterSpec, ElasticCluster, FixedCluster, SimOptions, Simulation
 from pipeline.sim.contention import SpeedChanges
 from pipeline.sim.core import READ_MB_S
@@ -74,17 +73,6 @@ def run_identity(trace_digest: str, policy: str, params: Mapping[str, Any], seed
     if files:
         key["files"] = dict(files)
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
-
-
-def code_version() -> str:
-    """The package version, plus the git commit when run from a checkout."""
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
-            capture_output=True, text=True, timeout=5, check=False).stdout.strip()
-    except OSError:
-        sha = ""
-    return f"{__version__}+{sha}" if sha else __version__
 
 
 def sim_options(sched_interval_s: float, window: Window, drain: bool = False,

@@ -37,18 +37,27 @@ here they are exact and the water-filling stops when what is left is a negligibl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit
 
 from pipeline.policies.queues.tree import QueueTree
 
-if TYPE_CHECKING:
-    from pipeline.policies.capacity.preemption import PreemptionSettings
-
 TOL = 1e-9  # shares below this are zero (float drift; Hadoop counts whole MB and vcores)
 MAX_PASSES = 10_000
+
+
+@dataclass(frozen=True)
+class PreemptionSettings:
+    """``yarn.resourcemanager.monitor.capacity.preemption.*`` (defaults from yarn-default)."""
+
+    enabled: bool = False
+    observe_only: bool = False
+    interval_s: float = 3.0
+    wait_before_kill_s: float = 15.0
+    per_round: float = 0.1
+    dead_zone: float = 0.1
+    natural_termination: float = 0.2
 
 
 @dataclass(frozen=True)

@@ -50,24 +50,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.policies.capacity.ideal import TOL, Calculator, positive, to_obtain
+from pipeline.policies.capacity.ideal import (
+    TOL,
+    Calculator,
+    PreemptionSettings,
+    positive,
+    to_obtain,
+)
 from pipeline.policies.capacity.state import dense_sum
 from pipeline.policies.queues.tree import QueueTree
 
 EPS = 1e-9
-
-
-@dataclass(frozen=True)
-class PreemptionSettings:
-    """``yarn.resourcemanager.monitor.capacity.preemption.*`` (defaults from yarn-default)."""
-
-    enabled: bool = False
-    observe_only: bool = False
-    interval_s: float = 3.0
-    wait_before_kill_s: float = 15.0
-    per_round: float = 0.1
-    dead_zone: float = 0.1
-    natural_termination: float = 0.2
 
 
 def _above_zero(x: np.ndarray, rc: Calculator) -> bool:

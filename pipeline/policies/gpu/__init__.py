@@ -10,5 +10,5 @@ Gradient Descent", USENIX ATC 2023; semantics from the authors' simulator
 - ``base``: the ``GpuScorer`` interface and the seeded tie-breaking order
 - ``fgd``, ``baselines``: the policies; ``scorers``: the ``SCORERS`` registry
 - ``policy``: the registered policy names (``fgd``, ``gpu-best-fit``, ...) and the
-  experiment's parameters; :mod:`pipeline.sim.inflation` runs them
+  experiment's parameters; :mod:`pipeline.replay.gpu_loop` runs them
 """

@@ -2,7 +2,7 @@
 
 Each class names a scorer of :mod:`pipeline.policies.gpu.scorers` and the settings of the
 experiment it runs in.  They run in the FGD paper's workload-inflation experiment
-(:mod:`pipeline.sim.inflation`; ``mode = "inflation"``): ``tracereplay replay TRACE --policy
+(:mod:`pipeline.replay.gpu_loop`; ``mode = "inflation"``): ``tracereplay replay TRACE --policy
 fgd --seed 3 --out RUN`` replays the trace's pods that way.  The event-driven replay binds
 GPU devices for every policy (:mod:`pipeline.sim.gpus`); these scorers, which rank nodes by
 fragmentation and device state, are not event-replay policies yet: they run only here.
