@@ -30,6 +30,11 @@ EMPTY_REASONS = {
 BILLING = {1.0: "billed per second", 3600.0: "billed per started hour"}
 
 
+# An SWF log describes one machine's pool of processors, not nodes: say what a node-hour is.
+POOL_LINE = ("An SWF log describes one pool of processors (its MaxProcs), replayed as a single "
+             "machine of that many processors: a node-hour here is an hour of the whole pool, "
+             "and the price (price_per_hour) is what the pool costs per hour. Every setting "
+             "holds the same pool; only how long it is held differs (the answer's makespan).")
 MEASURED = {
     False: "Costs and utilization are measured over this window; work not finished by its "
            "end is reported as backlog.",
@@ -53,6 +58,8 @@ def trace_lines(info: dict[str, Any] | None, trace: str, drained: bool = False) 
                      for k in ("machines", "jobs", "tasks") if info.get(k) is not None)
     lines = [f"Trace {trace}: {info.get('source_format') or 'unknown'} format"
              f"{', ' + size if size else ''}; {window}. {MEASURED[drained]}"]
+    if info.get("source_format") == "swf":
+        lines.append(POOL_LINE)
     units = info.get("units")
     if isinstance(units, str):
         units = json.loads(units)

@@ -162,6 +162,10 @@ def test_hpc_metrics_view_and_report_section(tmp_path: Path) -> None:
     # drained runs: nothing claims they were measured over the log's window
     assert "until every task ended (drain)" in summary and "pays for them until" in summary
     assert "measured over this window" not in summary
+    # a node-hour of an SWF log is an hour of its whole pool, and the report says so
+    assert "a node-hour here is an hour of the whole pool" in summary
+    glance = summary.split("## At a glance")[1].split("## Trace")[0]
+    assert "Which setting finishes the same work soonest?" in glance and "saves" not in glance
     sizes = CliRunner().invoke(app, ["sql", "--db", str(db), "--format", "csv",
                                      "select label, size_class, jobs from hpc_by_size "
                                      "order by label, size_order"])
