@@ -9,11 +9,9 @@ import altair as alt
 import polars as pl
 
 from pipeline.report import palette
+from pipeline.report.charts import CLUSTER_ROW
 
 WIDTH = 520
-CLUSTER_ROW = alt.Row("cluster:N", title=None, sort=["fixed", "elastic"],
-                      header=alt.Header(labelAngle=0, labelAlign="left", labelOrient="top",
-                                        labelFontWeight="bold"))
 
 
 # a bar's verdict -> its opacity

@@ -103,8 +103,8 @@ class ReportData:
         """The same data with each run's label as the report names it
         (:func:`pipeline.report.names.short_labels`: the parameters that tell settings
         apart), in every frame's ``label`` and ``base_label``."""
-        labels = [*self.summary["label"].to_list()] if self.summary.height else []
-        names = {old: new for old, new in short_labels(labels).items() if old != new}
+        names = {old: new for old, new in short_labels(self.summary["label"].to_list()).items()
+                 if old != new}
         if not names:
             return self
 

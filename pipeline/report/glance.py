@@ -17,15 +17,14 @@ from pipeline.report.headline import (
     FIXED,
     MONTH_DAYS,
     Headline,
-    best_by,
     change_text,
     fact,
-    freed,
+    makespan_fact,
     penalty,
     setting_name,
-    setting_text,
     time_text,
     usd,
+    work_facts,
 )
 from pipeline.report.section import Glance
 
@@ -92,14 +91,12 @@ def _sentence_case(text: str) -> str:
 
 def _fixed(choices: pl.DataFrame, ref: dict[str, object], baseline: str) -> str:
     """On one fixed cluster: the setting that does the work best, or keep the status quo."""
-    facts = [f for f in (
-        fact(choices, ref, baseline, "jct_p95_s", "finishes jobs fastest", "p95 job completion"),
-        fact(choices, ref, baseline, "wait_p95_s", "starts tasks soonest", "p95 wait"),
-    ) if f and f[0]]
-    if not facts:
+    job_and_wait = work_facts(choices, ref, baseline, drained=True)  # not the work left
+    better = [text for beats, text in job_and_wait if beats]
+    if not better:
         return (f"Keep {baseline}: no setting beats it by 1% or more on p95 job completion "
                 "or p95 wait.")
-    return "; ".join(text for _, text in facts) + "."  # starts with a setting's name
+    return "; ".join(better) + "."  # starts with a setting's name
 
 
 def _drained(choices: pl.DataFrame, ref: dict[str, object], baseline: str,
@@ -108,13 +105,10 @@ def _drained(choices: pl.DataFrame, ref: dict[str, object], baseline: str,
     caveat = ("Every setting ran until its last job ended on the same machines: a shorter "
               "run frees them sooner, which is worth money only if other work uses them."
               + one_seed)
-    best = best_by(choices, "makespan_s") if "makespan_s" in choices.columns else None
-    if best is None or ref.get("makespan_s") is None or best["label"] == ref["label"]:
+    ends = makespan_fact(choices, ref, baseline)
+    if ends is None or not ends[0]:
         return Glance("Which setting finishes the same work soonest?",
                       f"Keep {baseline}: no setting ends the last job sooner.", caveat)
     wait = fact(choices, ref, baseline, "wait_p95_s", "starts jobs soonest", "p95 wait")
     also = f"; {wait[1]}" if wait and wait[0] else ""
-    ends = (f"{setting_text(best)} ends the last job {time_text(best['makespan_s'])} "
-            f"after the start against {time_text(ref['makespan_s'])} for {baseline}")
-    return Glance("Which setting finishes the same work soonest?",
-                  f"{ends}{freed(best, ref)}{also}.", caveat)
+    return Glance("Which setting finishes the same work soonest?", f"{ends[1]}{also}.", caveat)

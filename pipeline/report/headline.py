@@ -116,23 +116,15 @@ def _same_bill(ref: dict[str, object], choices: pl.DataFrame, baseline: str,
         head = ("Every setting ran on the trace's own machines until its last task ended, so "
                 "none saves money: the machines are the same whatever the schedule. What "
                 "differs is how soon the same work is done")
-        best = best_by(choices, "makespan_s") if "makespan_s" in choices.columns else None
-        if best is not None and ref.get("makespan_s") is not None:
-            head += (f": {setting_text(best)} ends the last task {time_text(best['makespan_s'])} "
-                     f"after the start against {time_text(ref['makespan_s'])} for {baseline}"
-                     f"{freed(best, ref)}")
+        ends = makespan_fact(choices, ref, baseline)
+        if ends is not None:
+            head += f": {ends[1]}"
     else:
         head = (f"Every setting here runs on the trace's own machines, so each pays the same "
                 f"{usd(ref['cost_usd'])} ({_num(ref['node_hours'])} node-hours) over the "
                 f"{_span(window_s)} window: with no elastic cluster replayed, none can save "
                 "(add one to the sweep to ask that). What differs is the work")
-    facts = [f for f in (
-        fact(choices, ref, baseline, "jct_p95_s", "finishes jobs fastest", "p95 job completion"),
-        fact(choices, ref, baseline, "wait_p95_s", "starts tasks soonest", "p95 wait"),
-        None if mode == DRAINED else fact(
-            choices, ref, baseline, "backlog_task_s", "leaves the least work undone", "work left",
-            hours=True),
-    ) if f]
+    facts = work_facts(choices, ref, baseline, mode == DRAINED)
     better = [text for beats, text in facts if beats]
     same = [text for beats, text in facts if not beats]
     if same:
@@ -141,6 +133,32 @@ def _same_bill(ref: dict[str, object], choices: pl.DataFrame, baseline: str,
     if not better:
         return head + "."
     return head + ("; " if mode == DRAINED else ": ") + "; ".join(better) + "."
+
+
+def work_facts(choices: pl.DataFrame, ref: dict[str, object], baseline: str,
+               drained: bool) -> list[tuple[bool, str]]:
+    """What differs in the work when every setting has the same machines (:func:`fact`):
+    p95 job completion, p95 wait and, over a window (not ``drained``), the work left."""
+    return [f for f in (
+        fact(choices, ref, baseline, "jct_p95_s", "finishes jobs fastest", "p95 job completion"),
+        fact(choices, ref, baseline, "wait_p95_s", "starts tasks soonest", "p95 wait"),
+        None if drained else fact(
+            choices, ref, baseline, "backlog_task_s", "leaves the least work undone", "work left",
+            hours=True),
+    ) if f]
+
+
+def makespan_fact(choices: pl.DataFrame, ref: dict[str, object],
+                  baseline: str) -> tuple[bool, str] | None:
+    """The setting whose last task ends first, against the status quo: ``(whether it is
+    another setting than the status quo, "<setting> ends the last task X after the start
+    against Y for <baseline>, so the machines are free Z sooner")``; None without makespans."""
+    best = best_by(choices, "makespan_s") if "makespan_s" in choices.columns else None
+    if best is None or ref.get("makespan_s") is None:
+        return None
+    return best["label"] != ref["label"], (
+        f"{setting_text(best)} ends the last task {time_text(best['makespan_s'])} after the "
+        f"start against {time_text(ref['makespan_s'])} for {baseline}{freed(best, ref)}")
 
 
 def best_by(choices: pl.DataFrame, column: str) -> dict[str, object] | None:
