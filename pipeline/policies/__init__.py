@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.errors import UsageError
-from pipeline.policies import opportunistic as opp_layer
-from pipeline.policies import speculation as spec_layer
 from pipeline.policies.base import Param, PolicyBase, PreemptionProfile
 from pipeline.policies.base import resolve_params as _resolve_own
 from pipeline.policies.capacity import CapacityScheduler
@@ -21,6 +19,9 @@ from pipeline.policies.fair import FairScheduler
 from pipeline.policies.flow import Quincy
 from pipeline.policies.gpu.policy import GPU_POLICIES
 from pipeline.policies.hpc import EasyBackfill, Fcfs
+from pipeline.policies.layers import opportunistic as opp_layer
+from pipeline.policies.layers import speculation as spec_layer
+from pipeline.policies.layers.stack import stack
 from pipeline.policies.locality import DelayScheduling
 from pipeline.policies.packing import ContainerPacking
 from pipeline.policies.reference import RecordedCluster
@@ -60,8 +61,9 @@ def resolve_params(cls: type[PolicyBase], raw: Mapping[str, Any] | None) -> dict
 
 def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Any:
     """A new policy ``name`` with ``params`` checked, typed and defaults filled in; wrapped
-    in the opportunistic layer when ``opp_by`` asks for opportunistic containers, or in the
-    speculation layer when ``spec`` names a rule."""
+    in the opportunistic layer when ``opp_by`` asks for opportunistic containers and in the
+    speculation layer when ``spec`` names a rule (both stack:
+    :mod:`pipeline.policies.layers.stack`)."""
     cls = policy_class(name)
     resolved = resolve_params(cls, params)
     rest, opp = opp_layer.split(resolved)
@@ -72,15 +74,9 @@ def make_policy(name: str, params: Mapping[str, Any] | None = None) -> Any:
         what = "opportunistic containers" if use_opp else "speculative copies"
         raise UsageError(f"policy '{name}' replays the trace's own placements and cannot "
                          f"take {what}")
-    if use_opp and use_spec:
-        raise UsageError(f"policy '{name}': speculation does not combine with opportunistic "
-                         "containers yet (set spec=none or opp_by=none)")
-    policy = cls(**own)
-    if use_opp:
-        return opp_layer.Opportunistic(policy, opp)
-    if use_spec:
-        return spec_layer.Speculation(policy, spec)
-    return policy
+    layers = {**({"opportunistic": opp} if use_opp else {}),
+              **({"speculation": spec} if use_spec else {})}
+    return stack(cls(**own), layers)
 
 
 def describe_policies() -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ import numpy as np
 from pipeline.errors import UsageError
 from pipeline.policies.settings import Setting, parameter_settings
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
+from pipeline.sim.needs import Needs
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -101,11 +102,6 @@ class PolicyBase:
     summary: ClassVar[str] = ""
     source: ClassVar[str] = ""
     PARAMS: ClassVar[dict[str, Param]] = {}
-    needs_running: ClassVar[bool] = False
-    # True: called at every scheduling point where something changed, even with no request
-    # waiting (a policy that moves running work when room frees: Quincy's QFP re-solves
-    # its flow when a task ends); the core reads it after setup
-    decides_when_idle: bool = False
     # the cluster kinds the policy can run on (a reference replay of the trace's own
     # placements needs the trace's machines)
     clusters: ClassVar[tuple[str, ...]] = ("fixed", "elastic")
@@ -138,20 +134,15 @@ class PolicyBase:
         (none by default; the policies that read a file override this)."""
         return {}
 
-    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
-        """Prepare per-run state; the default keeps the cluster facts and the generator."""
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
+        """Prepare per-run state and say what the core must provide (:class:`Needs`); the
+        default keeps the cluster facts and the generator and needs nothing more."""
         self.cluster_ = cluster
         self.rng_ = rng
+        return Needs()
 
     def decide(self, view: SchedView) -> Decisions:
         raise NotImplementedError
-
-    def heartbeat_interval(self) -> float | None:
-        """Seconds between node heartbeats the core offers this policy (``SchedView.offers``;
-        :mod:`pipeline.sim.heartbeat`), or None for none; asked after :meth:`setup`.  The
-        default: the ``heartbeat_s`` parameter of heartbeat-driven policies."""
-        beat = getattr(self, "heartbeat_s", None)
-        return float(beat) if beat else None
 
     # -- optional reporting hooks (called after the run; policies without queues keep these)
     def run_metrics(self) -> dict[str, tuple[float | None, str]]:

@@ -27,7 +27,7 @@ by offering the remaining resources again).  The pool is the whole cluster (the 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -42,8 +42,9 @@ from pipeline.policies.nodetree import (
     dominated_by_failure,
     remember_failure,
 )
-from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
+from pipeline.sim.interface import ClusterInfo, Decisions, NodeView, SchedView
 from pipeline.sim.jit import helper
+from pipeline.sim.needs import Needs
 
 
 def parse_weights(text: str, names: tuple[str, ...], what: str) -> np.ndarray:
@@ -61,6 +62,62 @@ def parse_weights(text: str, names: tuple[str, ...], what: str) -> np.ndarray:
         if name in index:
             weights[index[name]] = w
     return weights
+
+
+class Requests(NamedTuple):
+    """The pending requests, in queue order (row ``i`` is request ``i``)."""
+
+    req: np.ndarray  # (m, 3) float64: cpu, memory, gpu asked
+    user: np.ndarray  # (m,) int64: the user's code (row of ``Users``)
+    allow: np.ndarray  # (m,) int64: GPU model mask (0: any); empty: every request allows any
+
+
+class Users(NamedTuple):
+    """What DRF knows of each user (row ``u`` is user code ``u``)."""
+
+    usage: np.ndarray  # (n_users, 3) float64: held now (U_i); placements are added in place
+    weight: np.ndarray  # (n_users,) float64: weighted DRF's w_i (> 0)
+    inv_total: np.ndarray  # (3,) float64: 1 / R_j over the up nodes, 0 for an absent resource
+
+
+class Nodes(NamedTuple):
+    """The node index's arrays (:class:`~pipeline.policies.nodeindex.NodeIndex`, same
+    names) and the nodes' GPU model bits; the index is updated in place as requests land."""
+
+    cap: np.ndarray  # (n, 3) float64: capacity (the view's)
+    alloc: np.ndarray  # (n, 3) float64: the index's mirror of allocation
+    ncont: np.ndarray  # (n,) int32: containers per node
+    up: np.ndarray  # (n,) bool: may take containers
+    key: np.ndarray  # (n,) usage key (memory fraction + 1e-6 x cpu fraction)
+    val: np.ndarray  # (n, 4) room: free cpu, memory, gpu, threshold headroom
+    pri: np.ndarray  # (n,) treap priorities
+    left: np.ndarray  # (trees, n) treap links ...
+    right: np.ndarray
+    parent: np.ndarray
+    agg: np.ndarray  # (trees, n, 4) ... and subtree maxima of room
+    member: np.ndarray  # (trees, n) bool: node is in that treap
+    root: np.ndarray  # (6,) int64: treap roots, which are in use, search costs
+    skey: np.ndarray  # (2p,) segment tree: min key per subtree ...
+    sfree: np.ndarray  # (3, 2p) ... max room per resource (``[:, 1]``: whole cluster)
+    cnt: np.ndarray  # (2p,) ... empty nodes
+    stack: np.ndarray  # int64 scratch for the searches
+    bits: np.ndarray  # (n,) int64 GPU model bit per node (:mod:`pipeline.policies.models`)
+
+
+class Placements(NamedTuple):
+    """Output buffers, one row per placement in the order made."""
+
+    req: np.ndarray  # (m,) int64: request row
+    node: np.ndarray  # (m,) int64: node slot
+
+
+class UserQueues(NamedTuple):
+    """Each user's pending requests in queue order: user ``u``'s are
+    ``order[indptr[u]:indptr[u + 1]]``."""
+
+    indptr: np.ndarray  # (n_users + 1,) int64
+    order: np.ndarray  # (m,) int64: request rows grouped by user
+    low: np.ndarray  # (m, 3): per resource, the smallest request from here to the user's end
 
 
 @helper
@@ -102,80 +159,131 @@ def group_by_code(code, n_codes):
 
 
 @njit(cache=True)
-def drf_fill(req, user, usage, weight, inv_total, cap, w_alloc, w_ncont, w_up, key, val, pri,
-             left, right, parent, agg, member, root, skey, sfree, cnt, stack, allow, bits,
-             out_req, out_node):
-    """Progressive filling over users; return how many requests were placed (each on a
-    node whose GPU model it allows: ``allow``/``bits``,
-    :func:`~pipeline.policies.models.model_masks`)."""
-    n_users = usage.shape[0]
-    indptr, order = group_by_code(user, n_users)
-    m = req.shape[0]
-    low = np.empty((m, 3))  # suffix minima of request size within each user's list
+def user_queues(requests, n_users):
+    """Group the requests by user (:class:`UserQueues`), with the suffix minima that let a
+    user whose smallest remaining request fits nowhere drop out at once."""
+    req = requests.req
+    indptr, order = group_by_code(requests.user, n_users)
+    low = np.empty((req.shape[0], 3))
     for u in range(n_users):
         lc, lm, lg = np.inf, np.inf, np.inf
         for j in range(indptr[u + 1] - 1, indptr[u] - 1, -1):
             i = order[j]
             lc, lm, lg = min(lc, req[i, 0]), min(lm, req[i, 1]), min(lg, req[i, 2])
             low[j, 0], low[j, 1], low[j, 2] = lc, lm, lg
+    return UserQueues(indptr, order, low)
+
+
+@helper
+def dominant_share(users, u):
+    """``max_j U_uj / R_j`` divided by the user's weight (weighted DRF, section 4.3)."""
+    s = 0.0
+    for k in range(3):
+        s = max(s, users.usage[u, k] * users.inv_total[k])
+    return s / users.weight[u]
+
+
+@njit(cache=True)
+def share_tree(users, queues):
+    """Min segment tree over users of their dominant shares (users with no pending
+    request: inf, never offered)."""
+    n_users = users.usage.shape[0]
     p = 1
     while p < max(n_users, 1):
         p *= 2
     tree = np.full(2 * p, np.inf)
-    share = np.zeros(n_users)
     for u in range(n_users):
-        s = 0.0
-        for k in range(3):
-            s = max(s, usage[u, k] * inv_total[k])
-        share[u] = s / weight[u]
-        if indptr[u + 1] > indptr[u]:
-            _tree_set(tree, p, u, share[u])
-    cursor = indptr[:-1].copy()
-    failed = np.empty((16, 3))
+        if queues.indptr[u + 1] > queues.indptr[u]:
+            _tree_set(tree, p, u, dominant_share(users, u))
+    return tree
+
+
+@helper
+def _least_allocated(i, requests, nodes, failed, n_failed):
+    """``(node, n_failed)``: the least allocated node request ``i`` fits and may use, or -1
+    (a miss with no GPU model constraint is remembered in ``failed``)."""
+    rc, rm, rg = requests.req[i, 0], requests.req[i, 1], requests.req[i, 2]
+    sfree = nodes.sfree
+    if sfree[0, 1] < rc or sfree[1, 1] < rm or sfree[2, 1] < rg:
+        return -1, n_failed
+    if dominated_by_failure(failed, n_failed, rc, rm, rg):
+        return -1, n_failed
+    mask = requests.allow[i] if requests.allow.shape[0] else 0
+    nd = _least_used(nodes.skey, sfree, rc, rm, rg, nodes.stack, mask, nodes.bits, nodes.root,
+                     nodes.left, nodes.right, nodes.agg, nodes.val)
+    if nd < 0 and mask == 0:  # anything at least as large fits nowhere either this round
+        n_failed = remember_failure(failed, n_failed, rc, rm, rg)  # (unless it only
+    return nd, n_failed  # missed its GPU models)
+
+
+@helper
+def _assign(i, nd, u, requests, users, nodes):
+    """Put request ``i`` of user ``u`` on node ``nd``: the user's usage and the index."""
+    for k in range(3):
+        nodes.alloc[nd, k] += requests.req[i, k]
+        users.usage[u, k] += requests.req[i, k]
+    nodes.ncont[nd] += 1
+    _update(nd, nodes.cap, nodes.alloc, nodes.ncont, nodes.up, 1.0, nodes.key, nodes.val,
+            nodes.pri, nodes.left, nodes.right, nodes.parent, nodes.agg, nodes.member,
+            nodes.root, nodes.skey, nodes.sfree, nodes.cnt)
+
+
+@helper
+def _out_of_reach(sfree, low, j):
+    """Whether, per some resource, the smallest of a user's requests from position ``j`` on
+    asks more than any node has free (then none of them fits anywhere this round)."""
+    return sfree[0, 1] < low[j, 0] or sfree[1, 1] < low[j, 1] or sfree[2, 1] < low[j, 2]
+
+
+@njit(cache=True)
+def drf_fill(requests, users, nodes, out):
+    """Progressive filling over users; return how many requests were placed (``out``)
+    (each on a node whose GPU model it allows, :func:`~pipeline.policies.models.may_use`).
+
+    :mod:`pipeline.policies.drf_reference` is the same pass written for reading.
+    """
+    queues = user_queues(requests, users.usage.shape[0])
+    tree = share_tree(users, queues)
+    p = tree.shape[0] // 2
+    cursor = queues.indptr[:-1].copy()  # each user's next request (position in ``order``)
+    failed = np.empty((16, 3))  # requests that fit no node this round
     n_failed = 0
     c = 0
     while True:
         u = _argmin(tree, p)
         if u < 0:
             break
-        placed = False
+        # the offer: the user's first remaining request that fits is placed; those before
+        # it fit no node now, and room only shrinks in a round, so they are passed over
+        end = queues.indptr[u + 1]
         j = cursor[u]
-        while j < indptr[u + 1] and not placed:
-            if (sfree[0, 1] < low[j, 0] or sfree[1, 1] < low[j, 1]
-                    or sfree[2, 1] < low[j, 2]):
-                j = indptr[u + 1]  # nothing left of this user fits anywhere
+        while j < end:
+            if _out_of_reach(nodes.sfree, queues.low, j):
+                j = end
                 break
-            i = order[j]
+            i = queues.order[j]
             j += 1
-            rc, rm, rg = req[i, 0], req[i, 1], req[i, 2]
-            if sfree[0, 1] < rc or sfree[1, 1] < rm or sfree[2, 1] < rg:
-                continue
-            if dominated_by_failure(failed, n_failed, rc, rm, rg):
-                continue
-            mask = allow[i] if allow.shape[0] else 0
-            nd = _least_used(skey, sfree, rc, rm, rg, stack, mask, bits, root, left, right,
-                             agg, val)
-            if nd < 0:  # anything at least as large fits nowhere either this round
-                if mask == 0:  # (unless it only missed its GPU models)
-                    n_failed = remember_failure(failed, n_failed, rc, rm, rg)
-                continue
-            for k in range(3):
-                w_alloc[nd, k] += req[i, k]
-                usage[u, k] += req[i, k]
-            w_ncont[nd] += 1
-            _update(nd, cap, w_alloc, w_ncont, w_up, 1.0, key, val, pri, left, right, parent,
-                    agg, member, root, skey, sfree, cnt)
-            out_req[c] = i
-            out_node[c] = nd
-            c += 1
-            placed = True
+            nd, n_failed = _least_allocated(i, requests, nodes, failed, n_failed)
+            if nd >= 0:
+                _assign(i, nd, u, requests, users, nodes)
+                out.req[c] = i
+                out.node[c] = nd
+                c += 1
+                break
         cursor[u] = j
-        s = 0.0
-        for k in range(3):
-            s = max(s, usage[u, k] * inv_total[k])
-        share[u] = s / weight[u]
-        _tree_set(tree, p, u, share[u] if j < indptr[u + 1] else np.inf)
+        _tree_set(tree, p, u, dominant_share(users, u) if j < end else np.inf)
     return c
+
+
+@njit(cache=True)
+def _drf_fill_plain(requests, users, nodes, out):
+    """:func:`drf_fill` on the four structures passed as plain tuples (``tuple(x)``).
+
+    numba's dispatcher types a plain tuple of arrays in C but a NamedTuple field by field
+    in Python: about 6 us more per call for these 26 arrays (measured), paid at every
+    scheduling point.  Field order is the NamedTuples' own, so nothing is positional here.
+    """
+    return drf_fill(Requests(*requests), Users(*users), Nodes(*nodes), Placements(*out))
 
 
 @njit(cache=True)
@@ -214,20 +322,20 @@ class DominantResourceFairness(PolicyBase):
             "", "per-user weights 'alice=2,bob=0.5' (weighted DRF, section 4.3); others 1",
             str),
     }
-    needs_running = True
     user_weights: str
 
-    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
         super().setup(cluster, rng)
         self.weight_ = parse_weights(self.user_weights, cluster.users,
                                      f"policy '{self.name}' parameter 'user_weights'")
         self.index_ = NodeIndex(cluster.n_nodes)
+        return Needs(running=True)
 
     def decide(self, view: SchedView) -> Decisions:
         self.index_.refresh(view.nodes)
         pending, running = view.pending, view.running
         n_users = len(self.weight_)
-        assert running is not None  # needs_running
+        assert running is not None  # Needs(running=True)
         usage = usage_by_code(running.user, running.req, n_users)
         req, node = self.fill(view, pending.user.astype(np.int64), usage, self.weight_)
         return Decisions(place_req=req, place_node=node)
@@ -235,12 +343,24 @@ class DominantResourceFairness(PolicyBase):
     def fill(self, view: SchedView, codes: np.ndarray, usage: np.ndarray,
              weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Progressive filling of the pending requests grouped by ``codes``."""
-        m = len(codes)
-        out_req = np.empty(m, dtype=np.int64)
-        out_node = np.empty(m, dtype=np.int64)
-        ix = self.index_
-        c = drf_fill(np.ascontiguousarray(view.pending.req), codes, usage, weight,
-                     inverse_capacity(view.nodes.cap, view.nodes.state), view.nodes.cap,
-                     ix.alloc, ix.ncont, ix.up, *ix._arrays(),
-                     *model_masks(view.nodes, pending_allow(view)), out_req, out_node)
-        return out_req[:c], out_node[:c]
+        return progressive_fill(self.index_, view.nodes, view.pending.req, codes, usage,
+                                weight, pending_allow(view))
+
+
+def progressive_fill(index: NodeIndex, nodes: NodeView, req: np.ndarray, codes: np.ndarray,
+                     usage: np.ndarray, weight: np.ndarray,
+                     allow: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(request rows, node slots)`` placed by :func:`drf_fill` on ``index`` (refreshed
+    from ``nodes``), which it updates, as it does ``usage`` (users' holdings by code)."""
+    m = len(codes)
+    gpu_allow, bits = model_masks(nodes, allow)
+    requests = Requests(np.ascontiguousarray(req), codes, gpu_allow)
+    users = Users(usage, weight, inverse_capacity(nodes.cap, nodes.state))
+    on_nodes = Nodes(nodes.cap, index.alloc, index.ncont, index.up, index.key, index.val,
+                     index.pri, index.left, index.right, index.parent, index.agg,
+                     index.member, index.root, index.skey, index.sfree, index.cnt,
+                     index.stack, bits)
+    out = Placements(np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64))
+    c = _drf_fill_plain(tuple(requests), tuple(users), tuple(on_nodes), tuple(out))
+    return out.req[:c], out.node[:c]
+

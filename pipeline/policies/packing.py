@@ -32,6 +32,7 @@ from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.models import pending_allow
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
+from pipeline.sim.needs import Needs
 
 
 class ContainerPacking(PolicyBase):
@@ -56,9 +57,10 @@ class ContainerPacking(PolicyBase):
     packing_min_nodes: int
     locality_delay_node_ms: float
 
-    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
         super().setup(cluster, rng)
         self.index_ = NodeIndex(cluster.n_nodes, self.high_memory_threshold, busy=True)
+        return Needs()
 
     def packing_active(self, view: SchedView) -> bool:
         """Whether packing applies now (else the uniform fallback)."""

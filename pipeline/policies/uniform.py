@@ -19,6 +19,7 @@ from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.models import pending_allow
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
+from pipeline.sim.needs import Needs
 
 
 class YarnUniform(PolicyBase):
@@ -30,9 +31,10 @@ class YarnUniform(PolicyBase):
               "Packing: A New Algorithm for Resource Scheduling in the Cloud' (2017)")
     PARAMS: ClassVar[dict[str, Param]] = {}
 
-    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
         super().setup(cluster, rng)
         self.index_ = NodeIndex(cluster.n_nodes)
+        return Needs()
 
     def decide(self, view: SchedView) -> Decisions:
         self.index_.refresh(view.nodes)

@@ -4,14 +4,14 @@ Two sources, per task:
 
 - the trace's own ``inputs`` (machine ids holding the data: Rumen/SLS split locations, or a
   user's trace), which always win: recorded locations are better than a model;
-- with the cluster option ``dfs=hdfs``, the HDFS model of :mod:`pipeline.locality.dfs`
+- with the cluster option ``dfs=hdfs``, the HDFS model of :mod:`pipeline.replay.dfs`
   for every other map-like task (``task_kind`` ``map`` or null): each job's input laid out
   as a file of blocks (a shared file where the trace names one, ``input_file``), one block
   per map, replicas placed rack-aware, deterministic by the run's seed.  Such a task reads
   its ``input_mb``, or one block (``block_mb``) when the trace gives no size.
 
 Racks: the trace's; with ``dfs=hdfs`` machines without one are grouped into racks of
-``rack_size`` (:func:`pipeline.locality.dfs.rack_codes`).  On an elastic cluster the trace's
+``rack_size`` (:func:`pipeline.replay.dfs.rack_codes`).  On an elastic cluster the trace's
 machines do not exist and booted nodes hold no data: a task with input data reads it
 remotely (locality ``any``, at the off-rack rate), as from cloud storage.
 
@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.locality.dfs import DfsModel, lay_out, rack_codes
+from pipeline.replay.dfs import DfsModel, lay_out, rack_codes
 from pipeline.sim.cluster import ClusterSpec
 from pipeline.sim.tasks import INPUT_WIDTH
 

@@ -268,7 +268,7 @@ def _simulate(trace: TraceInput, policy: str, params: dict[str, Any], spec: Clus
     policy_obj = make_policy(policy, params)
     until = options.horizon_s if options.horizon_s is not None else options.censor_at_s
     changes = contention_changes(spec, cluster.nodes.speed, seed, float(until or 0.0))
-    if changes is not None and hasattr(policy_obj, "nm_options"):
+    if changes is not None and str((params or {}).get("opp_by", "none")) != "none":
         raise UsageError("cluster option 'contention_share' does not combine with "
                          "opportunistic containers yet")
     writers: list[BackgroundWriter] = []

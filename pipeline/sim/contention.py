@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipeline.sim import kernels
+from pipeline.sim.heap import heap_push
 from pipeline.sim.tasks import RUNNING
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ class Contended:
         t.epoch[slots] += 1  # their pending completions go stale
         h.reserve(int(t.counters[kernels.HEAP_N]), len(slots))
         for s, e in zip(slots.tolist(), new_end.tolist(), strict=True):
-            kernels.heap_push(h.time, h.seq, h.slot, h.epoch, t.counters, e, s,
+            heap_push(h.time, h.seq, h.slot, h.epoch, t.counters, e, s,
                               int(t.epoch[s]))
 
     def work_done(self: Simulation, at: float, slots: np.ndarray) -> np.ndarray:

@@ -26,14 +26,17 @@ import numpy as np
 
 from pipeline.sim import kernels
 from pipeline.sim.cluster import FixedCluster
+from pipeline.sim.columns import Finished
 from pipeline.sim.contention import Contended, SpeedChanges
 from pipeline.sim.deps import Dependencies
 from pipeline.sim.gangs import Gangs
 from pipeline.sim.gpus import GpuDevices
+from pipeline.sim.heap import heap_top
 from pipeline.sim.heartbeat import Heartbeats
-from pipeline.sim.interface import ClusterInfo, NodeView, Policy, readonly
+from pipeline.sim.interface import ClusterInfo, NodeView, Policy, PolicyError, readonly
 from pipeline.sim.models import GpuModels
-from pipeline.sim.nodemanager import NMOptions, NodeManagers
+from pipeline.sim.needs import Needs
+from pipeline.sim.nodemanager import NodeManagers
 from pipeline.sim.ops import Operations
 from pipeline.sim.pending import PendingQueue
 from pipeline.sim.source import Arrivals, TaskBatch
@@ -45,13 +48,10 @@ from pipeline.sim.tasks import (
     IS_PARENT,
     N_DONE,
     NM_QUEUED,
-    OPPORTUNISTIC,
     PENDING,
     PREEMPTED,
     REC_N,
     RUNNING,
-    SPEC,
-    TRACKED,
     UNFINISHED,
     UNSCHEDULABLE,
     Heap,
@@ -180,6 +180,7 @@ class Simulation(Operations, Speculating, Contended):
         self.wake_at = np.inf
         self._only_wake = False
         self.idle_calls = False
+        self.needs = Needs()  # what the policy asked for, set in run() after its setup
         self.n_tasks = self.events = self.points = self.calls = self.placements = 0
         censor_at = self.options.censor_at_s
         self.open_flag = CENSORED if censor_at is not None else 0
@@ -200,27 +201,28 @@ class Simulation(Operations, Speculating, Contended):
         if speed_changes is not None:
             self.tasks.enable_extras()
 
+    def _provide(self, needs: object) -> None:
+        """Set up what the policy's ``setup`` asked for (:class:`~pipeline.sim.needs.Needs`)."""
+        if not isinstance(needs, Needs):
+            raise PolicyError(f"policy '{self.policy_name}': setup() returned "
+                              f"{type(needs).__name__}, not Needs (pipeline.sim.needs)")
+        self.needs = needs
+        if needs.heartbeat_s:
+            self._heartbeats = Heartbeats(len(self.cluster.nodes), float(needs.heartbeat_s),
+                                          int(self.rng.integers(2**62)))
+        if needs.node_managers is not None:
+            self.nm = NodeManagers(len(self.cluster.nodes), needs.node_managers)
+            self.tasks.enable_extras()
+        self.idle_calls = needs.idle_calls
+        if needs.job_stats:  # speculation rules
+            self.job_stats = JobStats()
+            self.tasks.enable_extras()
+
     # -- the loop ---------------------------------------------------------------------
     def run(self) -> SimSummary:
         """Replay until the horizon (or, draining, until every task is accounted for)."""
         started = time.perf_counter()
-        self.policy.setup(self.info, self.rng)
-        # heartbeat-driven policies only (a policy may decide in setup that it needs none)
-        interval = getattr(self.policy, "heartbeat_interval", None)
-        beat = interval() if interval is not None else getattr(self.policy, "heartbeat_s", None)
-        if beat:
-            self._heartbeats = Heartbeats(len(self.cluster.nodes), float(beat),
-                                          int(self.rng.integers(2**62)))
-        nm_options = getattr(self.policy, "nm_options", None)
-        nm = nm_options() if nm_options is not None else None
-        if isinstance(nm, NMOptions):
-            self.nm = NodeManagers(len(self.cluster.nodes), nm)
-            self.tasks.enable_extras()
-        # called when something changed even with nothing pending (policies that move work)
-        self.idle_calls = bool(getattr(self.policy, "decides_when_idle", False))
-        if getattr(self.policy, "needs_job_stats", False):  # speculation rules
-            self.job_stats = JobStats()
-            self.tasks.enable_extras()
+        self._provide(self.policy.setup(self.info, self.rng))
         horizon = self.options.horizon_s
         idle_wakes, placed = 0, -1
         while not self._done():
@@ -287,7 +289,7 @@ class Simulation(Operations, Speculating, Contended):
         h, t = self.heap, self.tasks
         times = [
             self.arrivals.next_time(),
-            kernels.heap_top(h.time, h.seq, h.slot, h.epoch, t.counters, t.epoch),
+            heap_top(h.time, h.seq, h.slot, h.epoch, t.counters, t.epoch),
             self.cluster.next_event(),
             self.cluster.next_check(self.now, self.queue.enter),
             self.next_speed_change(),
@@ -334,22 +336,13 @@ class Simulation(Operations, Speculating, Contended):
         t, h, n, r = self.tasks, self.heap, self.cluster.nodes, self.records
         if t.counters[kernels.HEAP_N] == 0 or h.time[0] > limit:
             return  # (the heap's earliest entry is later: nothing is due; spares a kernel
-            # call, whose ~60 arguments cost ~30 us to pass, e.g. at each node event)
+            # call, whose ~60 arrays cost ~9 us to pass, e.g. at each node event)
         before = int(t.counters[N_DONE])
+        out = Finished(self._follow_slot, self._follow_end, self._clock, self._spec_slot,
+                       self._spec_end, self._n_spec)
         while True:
             first = int(t.counters[REC_N])
-            status, nf = kernels.complete_until(
-                limit, h.time, h.seq, h.slot, h.epoch, t.counters,
-                t.row, t.job, t.ready, t.first_start, t.start, t.req, t.used, t.state, t.node,
-                t.attempts, t.preemptions, t.evictions, t.wasted, t.epoch, t.flags,
-                t.locality, t.last_preempted, t.read, t.free_stack, n.alloc, n.used, n.ncont,
-                n.idle_since, n.dirty, n.instance, r.row, r.instance, r.job, r.ready,
-                r.first_start, r.start, r.end, r.outcome, r.attempts, r.preemptions,
-                r.evictions, r.wasted, r.locality, r.read,
-                self._follow_slot, self._follow_end, IS_PARENT, self._clock,
-                t.extra, r.extra, n.oalloc, OPPORTUNISTIC, TRACKED, t.kind, r.kind, SPEC,
-                n.done, n.done_s, self._spec_slot, self._spec_end, self._n_spec,
-            )
+            status, nf = kernels.complete_until(limit, h, t, n, r, out)
             if self.job_stats is not None:
                 self._tally(first, int(t.counters[REC_N]))
             if nf:

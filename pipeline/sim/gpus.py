@@ -1,20 +1,21 @@
 """GPU devices in the event-driven replay: which devices each running task holds.
 
-A machine's ``gpu`` counts its devices; a task asks for a share of one device (``gpu`` below
-1: GPU sharing, the share must fit on a single device) or for whole devices.  The core keeps
-each node's per-device free share (milli-GPU, :attr:`GpuDevices.free`, -1 where a node has
-no such device) and binds devices to each placement the policy returns: a share goes to the
-tightest device that fits it (least free share at or above it, lowest index on ties), whole
-devices to the lowest-numbered fully free ones, as the FGD paper's simulator binds them
-(:mod:`pipeline.policies.gpu.devices`).  A placement whose GPU request fits the node's total
-free GPU but no device (a 0.6 share where 0.3 + 0.3 is free apart) is held back: the task
-stays pending, the node is marked changed, and the count is kept (``gpu_held``).  Policies
-see the devices without knowing them: ``view.nodes.alloc[:, 2]`` is the node's GPU minus
-its :meth:`~GpuDevices.room` (whole free devices plus the largest free share of a partly
-used one), so the free GPU a policy computes (``cap - alloc``) admits exactly the requests
-some device can take; ``view.nodes.gpu_free`` has the devices themselves.  Devices are
-given back when their task stops running for any reason (finished, preempted, killed,
-evicted), found at the next scheduling point.
+A machine's ``gpu`` counts its devices; a task asks for a share of one device (``gpu``
+below 1: GPU sharing, the share must fit on a single device) or for whole devices. The core
+keeps each node's per-device free share (milli-GPU, :attr:`GpuDevices.free`, -1 where a
+node has no such device) and binds devices to each placement the policy returns: a share
+goes to the tightest device that fits it (least free share at or above it, lowest index on
+ties), whole devices to the lowest-numbered fully free ones, as the FGD paper's simulator
+binds them (:func:`device_mask`, which the GPU placement policies use too). A placement
+whose GPU request fits the node's total free GPU but no device (a 0.6 share where 0.3 + 0.3
+is free apart) is held back: the task stays pending, the node is marked changed, and the
+count is kept (``gpu_held``). Policies see the devices without knowing them:
+``view.nodes.alloc[:, 2]`` is the node's GPU minus its :meth:`~GpuDevices.room` (whole free
+devices plus the largest free share of a partly used one), so the free GPU a policy
+computes (``cap - alloc``) admits exactly the requests some device can take;
+``view.nodes.gpu_free`` has the devices themselves. Devices are given back when their task
+stops running for any reason (finished, preempted, killed, evicted), found at the next
+scheduling point.
 
 Speculative copies are bound like any placement (a copy of a GPU task holds its own
 devices; one that fits none is held back).  Opportunistic containers never ask for GPUs:
@@ -28,9 +29,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from pipeline.sim.jit import helper
 from pipeline.sim.tasks import RUNNING, TaskTable
 
-MILLI = 1000
+MILLI = 1000  # milli-GPU in one whole GPU (and milli-cores in one core)
 
 
 class GpuDevices:
@@ -113,49 +115,61 @@ class GpuDevices:
             release(node, mask, share, self.free)
 
 
+@helper
+def device_mask(free, want, whole):  # pragma: no cover (compiled)
+    """The devices of one node (``free``: its free milli-GPU per device, -1: none) that a
+    request binds, as a bit mask (bit d: device d), 0 when they are not free.  A share
+    (``whole`` False, ``want`` milli-GPU below a whole one) goes to the tightest device
+    that fits it: the least free share at or above ``want``, the lowest index on ties
+    (the FGD simulator's ``allocateGpuIdBasedOnBestFit``); ``want`` whole devices
+    (``whole`` True) to the lowest-numbered fully free ones (``AllocateExclusiveGpuId``).
+    The one definition of the rule: the replay core binds with it, and so do the GPU
+    placement policies (:func:`pipeline.policies.gpu.devices.choose_devices`)."""
+    width = free.shape[0]
+    if not whole:
+        best = -1
+        for d in range(width):
+            if free[d] >= want and (best < 0 or free[d] < free[best]):
+                best = d
+        return np.int64(0) if best < 0 else np.int64(1) << best
+    found = 0
+    for d in range(width):
+        if free[d] == MILLI:
+            found += 1
+    if found < want:
+        return np.int64(0)
+    bits = np.int64(0)
+    taken = 0
+    for d in range(width):
+        if taken < want and free[d] == MILLI:
+            bits |= np.int64(1) << d
+            taken += 1
+    return bits
+
+
 @numba.njit(cache=True)
 def bind_devices(node, gpu, free, mask, share):  # pragma: no cover (compiled)
-    """Bind devices for each placement in order (``gpu`` 0: none needed); a share goes to
-    the tightest device that fits it (lowest index on ties), whole devices to the
-    lowest-numbered fully free ones.  Fills ``mask`` (bit d: device d) and ``share`` (milli
-    per device); returns which placements got their devices."""
+    """Bind devices for each placement in order (``gpu`` 0: none needed) by
+    :func:`device_mask`.  Fills ``mask`` (bit d: device d) and ``share`` (milli per
+    device); returns which placements got their devices."""
     keep = np.ones(node.shape[0], dtype=np.bool_)
-    width = free.shape[1]
     for i in range(node.shape[0]):
         g = gpu[i]
         if g <= 0:
             continue
         nd = node[i]
-        if g < 1:
-            want = np.int64(np.round(g * MILLI))
-            best = -1
-            for d in range(width):
-                if free[nd, d] >= want and (best < 0 or free[nd, d] < free[nd, best]):
-                    best = d
-            if best < 0:
-                keep[i] = False
-                continue
-            free[nd, best] -= want
-            mask[i] = np.int64(1) << best
-            share[i] = want
-        else:
-            count = np.int64(np.round(g))
-            found = 0
-            for d in range(width):
-                if free[nd, d] == MILLI:
-                    found += 1
-            if found < count:
-                keep[i] = False
-                continue
-            taken = 0
-            bits = np.int64(0)
-            for d in range(width):
-                if taken < count and free[nd, d] == MILLI:
-                    free[nd, d] = 0
-                    bits |= np.int64(1) << d
-                    taken += 1
-            mask[i] = bits
-            share[i] = MILLI
+        whole = g >= 1
+        want = np.int64(np.round(g)) if whole else np.int64(np.round(g * MILLI))
+        bits = device_mask(free[nd], want, whole)
+        if bits == 0:
+            keep[i] = False
+            continue
+        per = MILLI if whole else want
+        for d in range(free.shape[1]):
+            if (bits >> d) & 1:
+                free[nd, d] -= per
+        mask[i] = bits
+        share[i] = per
     return keep
 
 

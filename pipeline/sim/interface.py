@@ -42,10 +42,11 @@ trace's units; node arrays are indexed by *node slot* ``0..n_nodes-1``, fixed fo
     ``recorded_start_s`` (where and when the trace ran it: -1 / NaN where not recorded),
     ``requested_s`` (the run time the user asked for, NaN where not stated) and ``gang``
     (the task's gang code, -1: none), both also on ``view.running``.
-``view.running`` (:class:`RunningView`, only built for policies with ``needs_running =
-    True``): the running containers with ``node``, ``req``, ``used``, ``user``, ``queue``,
-    ``job``, ``priority``, ``start_s``, ``progress`` (fraction of work done), ``attempts``,
-    ``row`` (the task's trace row, a stable identity across calls), ``kind`` (0 one phase,
+``view.running`` (:class:`RunningView`, only built for a policy whose ``setup`` returned
+    ``Needs(running=True)``, :mod:`pipeline.sim.needs`): the running containers with
+    ``node``, ``req``, ``used``, ``user``, ``queue``, ``job``, ``priority``, ``start_s``,
+    ``progress`` (fraction of work done), ``attempts``, ``row`` (the task's trace row, a
+    stable identity across calls), ``kind`` (0 one phase,
     1 map, 2 reduce), ``speculative`` (a copy), ``has_copy`` (an original whose copy runs),
     ``copies`` (copies launched for the task so far), and as when pending
     ``ready_s``, ``inputs`` (with its CSR form) and ``input_mb``.
@@ -57,7 +58,7 @@ What a policy returns (:class:`Decisions`; index arrays are int64):
 - ``kill``: running indices to stop for good (outcome ``killed``).
 - ``opp_req``/``opp_node``: opportunistic containers sent to nodes' NodeManagers, which
   start, queue or reject them (:mod:`pipeline.sim.nodemanager`); only for a policy whose
-  ``nm_options()`` (asked after setup) returns the NodeManagers' settings.
+  ``setup`` returned the NodeManagers' settings (``Needs.node_managers``).
   ``opp_queue_limit``: the queue limit the RM pushes to every NodeManager (queued
   containers beyond it are sent back to the RM).
 - ``spec_run``/``spec_node``: speculative copies: running index -> node slot
@@ -67,7 +68,7 @@ What a policy returns (:class:`Decisions`; index arrays are int64):
   call's guaranteed placements.
 - ``wake_at_s``: ask for a scheduling point at that time even if nothing else happens (delay
   scheduling, timeouts); otherwise the core calls the policy only when something changed
-  while requests wait, or, for a policy with ``decides_when_idle`` (read after setup), when
+  while requests wait, or, for a policy with ``Needs.idle_calls``, when
   something changed at all (a task ended, a node came or went).
 
 What the core checks: indices in range, each request placed at most once, the node up, and
@@ -88,6 +89,7 @@ import numpy as np
 
 from pipeline.sim.contention import run_share
 from pipeline.sim.gather import gather
+from pipeline.sim.needs import Needs
 from pipeline.sim.tasks import OPPORTUNISTIC
 
 EMPTY = np.zeros(0, dtype=np.int64)
@@ -423,14 +425,14 @@ class SchedView:
     # request, pays nothing; ``beats is None`` asks whether there are heartbeats at all)
     beats: Callable[[], tuple[np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
     # per job and task kind (pipeline.sim.speculation.JobStats: ``arrived``, ``finished``,
-    # ``run_s_sum``, ``run_s_sq``, (jobs, 3) arrays), for policies with needs_job_stats
+    # ``run_s_sum``, ``run_s_sq``, (jobs, 3) arrays), for policies with Needs.job_stats
     jobs: object | None = None
 
     @cached_property
     def offers(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Node heartbeats since the policy's previous call (:mod:`pipeline.sim.heartbeat`),
-        for policies with a heartbeat interval (``heartbeat_interval()`` after setup, else a
-        ``heartbeat_s`` parameter): up node slots in report order, and report times."""
+        for policies whose ``setup`` asked for them (``Needs.heartbeat_s``): up node slots in
+        report order, and report times."""
         return None if self.beats is None else self.beats()
 
 
@@ -454,10 +456,10 @@ class Policy(Protocol):
     """A scheduling policy: built from ``(name, params)``, set up once, asked to decide."""
 
     name: ClassVar[str]
-    needs_running: ClassVar[bool]
 
-    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
-        """Prepare per-run state (called once by the core before the first decision)."""
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
+        """Prepare per-run state and say what the core must provide for it (called once by
+        the core before the first decision)."""
         ...
 
     def decide(self, view: SchedView) -> Decisions:

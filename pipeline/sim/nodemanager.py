@@ -51,12 +51,13 @@ accounting has room, so once every opportunistic container is stopped one always
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipeline.sim.kernels import EPS, nm_arrivals, nm_fifo_starts, start_opportunistic
+from pipeline.sim.kernels import EPS, start_opportunistic
+from pipeline.sim.needs import NMOptions
+from pipeline.sim.nm_kernels import nm_arrivals, nm_fifo_starts
 from pipeline.sim.overalloc import (
     cpu_over_limit,
     guaranteed_victims,
@@ -76,22 +77,6 @@ from pipeline.sim.tasks import (
 
 if TYPE_CHECKING:
     from pipeline.sim.core import Simulation
-
-
-@dataclass(frozen=True)
-class NMOptions:
-    """NodeManager settings for opportunistic containers (one set for every node)."""
-
-    max_queue: int = 10
-    pause: bool = False
-    overalloc: tuple[float, float] = (0.0, 0.0)  # cpu, mem utilization thresholds; 0: off
-    preempt: tuple[float, float] = (1.0, 1.0)  # cpu, mem preemption thresholds
-    preempt_cpu_count: int = 2  # checks above the cpu threshold passed before reclaiming
-    monitor_s: float = 3.0
-
-    @property
-    def overallocating(self) -> bool:
-        return self.overalloc[0] > 0 or self.overalloc[1] > 0
 
 
 class NodeManagers:
@@ -152,12 +137,7 @@ class NodeManagers:
         sim.usage.track(t, slots)
         sim.usage.start(t, at, slots, nodes, n.speed)
         h.reserve(int(t.counters[HEAP_N]), len(slots))
-        start_opportunistic(
-               at, slots, nodes, h.time, h.seq, h.slot, h.epoch, t.counters, t.duration,
-               t.req, t.used, t.state, t.node, t.start, t.first_start, t.attempts, t.epoch,
-               t.flags, t.work0, t.inp, t.input_mb, t.locality, t.read, t.extra, t.nmq_since,
-               sim.open_flag, 1, n.oalloc, n.used, n.ncont, n.speed, n.dirty, n.rack,
-               sim._read_rate, t.run_end)
+        start_opportunistic(at, slots, nodes, h, t, n, sim.open_flag, sim._read_rate)
         for s, nd, rs in zip(slots.tolist(), nodes.tolist(), t.run_seq[slots].tolist(),
                              strict=True):
             self.running[nd].append((s, rs))

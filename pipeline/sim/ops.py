@@ -20,7 +20,6 @@ from pipeline.sim.interface import (
     readonly,
 )
 from pipeline.sim.tasks import (
-    HAS_INPUTS,
     IS_PARENT,
     KILLED,
     OPPORTUNISTIC,
@@ -73,7 +72,7 @@ class Operations:
         self.node_view.changed = readonly(np.flatnonzero(nodes.dirty))
         self.node_view.n_provisioned = nodes.n_provisioned()
         nodes.dirty[:] = False
-        running = self.running_view(at) if getattr(self.policy, "needs_running", False) else None
+        running = self.running_view(at) if self.needs.running else None
         return SchedView(now=at, cluster=self.info, nodes=self.node_view,
                          pending=self.pending_view(at), running=running,
                          beats=self._offers(at) if self._heartbeats is not None else None,
@@ -118,7 +117,7 @@ class Operations:
         opportunistic ones (sent to the nodes' NodeManagers)."""
         if len(d.opp_req) and self.nm is None:
             raise PolicyError(f"policy '{self.policy_name}' returned opportunistic decisions "
-                              "but set up no NodeManager options (nm_options)")
+                              "but its setup asked for no NodeManagers (Needs.node_managers)")
         if len(d.preempt) or len(d.kill):
             self._stops(at, np.asarray(d.preempt, np.int64), np.asarray(d.kill, np.int64))
         if d.wake_at_s is not None:
@@ -245,13 +244,8 @@ class Operations:
                 t.extra[slots[(t.flags[slots] & TRACKED) != 0], X_OPP] = 0.0
             self.usage.start(t, at, slots, node, n.speed)
         h.reserve(int(t.counters[kernels.HEAP_N]), len(req))
-        bad, code = kernels.apply_placements(
-            at, req, node, self.queue.slots, h.time, h.seq, h.slot, h.epoch, t.counters,
-            t.duration, t.req, t.used, t.state, t.node, t.start, t.first_start, t.attempts,
-            t.epoch, t.flags, self.open_flag, n.cap, n.alloc, n.used, n.ncont, n.state,
-            n.speed, n.dirty, t.inp, t.input_mb, t.locality, t.read, n.rack,
-            self._read_rate, HAS_INPUTS, t.run_end,
-        )
+        bad, code = kernels.apply_placements(at, req, node, self.queue.slots, h, t, n,
+                                             self.open_flag, self._read_rate)
         if bad >= 0:
             r, nd = int(req[bad]), int(node[bad])
             pend = self.queue.slots
@@ -272,7 +266,7 @@ class Operations:
         every = np.concatenate([preempt, kill])
         if slots is None or np.any((every < 0) | (every >= len(slots))):
             raise PolicyError(f"policy '{self.policy_name}' preempted or killed a container "
-                              "outside view.running (set needs_running = True)")
+                              "outside view.running (return Needs(running=True) from setup)")
         if len(np.unique(every)) != len(every):
             raise PolicyError(f"policy '{self.policy_name}' stopped a container twice")
         self._stop(at, slots[preempt], requeue=True)

@@ -32,6 +32,7 @@ import numpy as np
 
 from pipeline.sim import kernels
 from pipeline.sim.cluster import UP
+from pipeline.sim.heap import heap_push
 from pipeline.sim.interface import PolicyError, readonly
 from pipeline.sim.tasks import (
     CENSORED,
@@ -39,6 +40,7 @@ from pipeline.sim.tasks import (
     HAS_INPUTS,
     IS_PARENT,
     N_DONE,
+    OPPORTUNISTIC,
     PENDING,
     RUNNING,
     S_COPIES,
@@ -116,12 +118,9 @@ class Speculating:
         """Check and start the copies a policy asked for (``run_idx`` into its running view)."""
         running = self._running_slots
         name = self.policy_name
-        if self.nm is not None:
-            raise PolicyError(f"policy '{name}' launched speculative copies in a replay with "
-                              "opportunistic containers (not supported together)")
         if running is None or np.any((run_idx < 0) | (run_idx >= len(running))):
             raise PolicyError(f"policy '{name}' asked for a copy of a container outside "
-                              "view.running (set needs_running = True)")
+                              "view.running (return Needs(running=True) from setup)")
         if len(np.unique(run_idx)) != len(run_idx):
             raise PolicyError(f"policy '{name}' asked for two copies of one task at t={at:g}s")
         n = self.cluster.nodes
@@ -130,8 +129,9 @@ class Speculating:
         self.tasks.enable_extras()
         t = self.tasks
         orig = running[run_idx]
+        opp = (t.flags[orig] & OPPORTUNISTIC) != 0
         bad = np.flatnonzero(self.is_copy(orig) | (t.twin[orig] >= 0) | (t.node[orig] == node)
-                             | (n.state[node] != UP) | (t.state[orig] != RUNNING))
+                             | (n.state[node] != UP) | (t.state[orig] != RUNNING) | opp)
         if len(bad):
             i = int(bad[0])
             s = int(orig[i])
@@ -139,6 +139,7 @@ class Speculating:
                    else "is itself a copy" if self.is_copy(orig[i:i + 1])[0]
                    else "already has a running copy" if t.twin[s] >= 0
                    else "would run on the original's node" if t.node[s] == node[i]
+                   else "is opportunistic (copies are of guaranteed containers)" if opp[i]
                    else "targets a node that is not up")
             raise PolicyError(f"policy '{name}' copy {i} rejected at t={at:g}s: task (trace "
                               f"row {int(t.row[s])}) {why}")
@@ -151,11 +152,8 @@ class Speculating:
         h = self.heap
         h.reserve(int(t.counters[kernels.HEAP_N]), len(copies))
         bad_i, _code = kernels.apply_placements(
-            at, np.arange(len(copies), dtype=np.int64), node, copies, h.time, h.seq, h.slot,
-            h.epoch, t.counters, t.duration, t.req, t.used, t.state, t.node, t.start,
-            t.first_start, t.attempts, t.epoch, t.flags, self.open_flag, n.cap, n.alloc,
-            n.used, n.ncont, n.state, n.speed, n.dirty, t.inp, t.input_mb, t.locality,
-            t.read, n.rack, self._read_rate, HAS_INPUTS, t.run_end)
+            at, np.arange(len(copies), dtype=np.int64), node, copies, h, t, n,
+            self.open_flag, self._read_rate)
         if bad_i >= 0:
             s = int(orig[bad_i])
             raise PolicyError(f"policy '{name}' copy {bad_i} rejected at t={at:g}s: task "
@@ -164,6 +162,8 @@ class Speculating:
         if bound:
             self.gpus.commit(bound, t)
         self._link(at, orig, copies, node)
+        if self.nm is not None:  # a copy is a guaranteed container: it may need room
+            self.nm.make_room(self, at, copies, node)
 
     def _copy_slots(self: Simulation, orig: np.ndarray) -> np.ndarray:
         """New slots holding copies of tasks ``orig`` (pending, ready to be placed)."""
@@ -276,7 +276,7 @@ class Speculating:
         t.twin[orig] = -1
         h.reserve(int(t.counters[kernels.HEAP_N]), len(orig))
         for o, c in zip(orig.tolist(), copies.tolist(), strict=True):
-            kernels.heap_push(h.time, h.seq, h.slot, h.epoch, t.counters,
+            heap_push(h.time, h.seq, h.slot, h.epoch, t.counters,
                                  float(t.spec_end[c]), o, int(t.epoch[o]))
         t.epoch[copies] += 1  # the copies' own completions go stale; their room is the task's
         t.release(copies)

@@ -31,8 +31,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.sim.heap import heap_pop, heap_push
 from pipeline.sim.jit import helper
-from pipeline.sim.kernels import heap_pop, heap_push
 from pipeline.sim.tasks import (
     FREE,
     HEAP_N,

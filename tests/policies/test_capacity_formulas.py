@@ -19,6 +19,8 @@ from pipeline.policies.capacity.preemption import (
 )
 from pipeline.policies.queues import parse_inline
 
+pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)
+
 GB = np.array([1.0, 1.0, 0.0])  # minimum allocation: 1 vcore, 1 GiB
 CLUSTER = np.array([100.0, 100.0, 0.0])
 QUEUE = np.array([100.0, 100.0, 0.0])

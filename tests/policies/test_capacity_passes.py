@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,8 @@ from pipeline.policies.capacity.prepare import (
     normalize_pending,
     scan_running,
 )
+
+pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)
 
 _values = st.sampled_from([0.0, 0.1, 0.5, 1.0, 1.3, 2.0, 2.5, 7.0, 1e-3])
 

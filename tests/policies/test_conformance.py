@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from pipeline.bench.workload import write_trace
 from pipeline.errors import UsageError
 from pipeline.policies import POLICIES, describe_policies, make_policy
+from pipeline.policies.layers import stack as layer_stack
+from pipeline.policies.layers.stack import ORDER
 from pipeline.replay import replay
 from pipeline.replay.options import CLUSTER_PARAMS
 
@@ -386,6 +388,46 @@ def test_speculation_invariants(name: str, rule: str, case: dict,
     assert (tr["spec_wasted_s"] >= -EPS).all() and (tr["spec_run_s"] >= -EPS).all()
     copied = tr.filter(pl.col("spec_copies") > 0)
     assert copied["spec_machine_id"].null_count() == 0
+    run(root / "b")
+    assert_same_tables(root / "a", root / "b")
+
+
+@pytest.mark.parametrize("name", ["yarn-uniform", "capacity-scheduler", "fair-scheduler"])
+@pytest.mark.parametrize("order", [ORDER, ORDER[::-1]], ids=["spec-outside", "opp-outside"])
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=small_trace(), variant=st.sampled_from(range(len(OPP_VARIANTS))),
+       rule=st.sampled_from(SPEC_RULES))
+def test_opportunistic_with_speculation_invariants(
+        name: str, order: tuple[str, ...], case: dict, variant: int, rule: str,
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Both layers stacked on the policy, in either order, on a cluster with slow machines:
+    every task accounted for once, guaranteed allocation (copies included in the core's
+    checks) never above capacity, deterministic (a copy of an opportunistic container
+    would stop the replay: the core refuses it)."""
+    root = tmp_path_factory.mktemp("pair")
+    trace = _write(case, root / "trace")
+    _write_usage(case, trace)
+    for task in case["tasks"]:
+        task.setdefault("priority", None)
+    params = {**OPP_VARIANTS[variant], "spec": rule, "spec_interval_s": 1.0}
+
+    def run(out: Path) -> dict:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(layer_stack, "ORDER", order)
+            return replay(trace, name, params, 7, out, cluster="fixed",
+                          cluster_options={"slow_fraction": 0.5, "slow_factor": 4.0},
+                          sched_interval_s=case["interval"], horizon_s=case["horizon"]).run
+
+    result = run(root / "a")
+    end_s = result["summary"]["end_s"]
+    tr = pl.read_parquet(root / "a" / "task_runs.parquet")
+    nodes = pl.read_parquet(root / "a" / "node_intervals.parquet")
+    _check_tasks(tr, case)
+    _check_capacity(tr.filter(~pl.col("opportunistic")), nodes, end_s)
+    _check_inside_intervals(tr, nodes, end_s)
+    assert not (tr["spec_won"] & (tr["spec_copies"] == 0)).any()
+    assert (tr["opp_wasted_s"] <= tr["wasted_s"] + EPS).all()
     run(root / "b")
     assert_same_tables(root / "a", root / "b")
 

@@ -20,6 +20,8 @@ from pipeline.policies.fair.config import UNLIMITED
 from pipeline.replay import replay
 from pipeline.sim.interface import ClusterInfo
 
+pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)
+
 BIG = [{"machine_id": "m0", "cpu": 100.0, "mem": 100.0}]
 SMALL = [{"machine_id": "m0", "cpu": 10.0, "mem": 10.0}]
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.policies.nodeindex import SLACK, TIE, NodeIndex
 from pipeline.sim.interface import NodeView, readonly
+
+pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)
 
 
 def _fits(cap: np.ndarray, alloc: np.ndarray, r: np.ndarray) -> bool:

@@ -1,5 +1,5 @@
 """Speculation rules through ``replay``: one job of ten maps on ten machines, two of them four
-times slower (pipeline.policies.speculation over yarn-uniform)."""
+times slower (pipeline.policies.layers.speculation over yarn-uniform)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,10 @@ from pipeline.sim import (
     TaskBatch,
 )
 from pipeline.sim.interface import SchedView
+from pipeline.sim.needs import Needs
 from pipeline.sim.tasks import INPUT_WIDTH, LOCALITIES, OUTCOMES, RecordChunk
+
+pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)
 
 
 def cluster(n: int = 2, cpu: float = 4.0, mem: float = 4.0,
@@ -251,10 +254,9 @@ def test_memory_grows_with_tasks_in_flight_not_trace_length() -> None:
 
 class Overcommit:
     name = "overcommit"
-    needs_running = False
 
-    def setup(self, cluster, rng) -> None:
-        pass
+    def setup(self, cluster, rng) -> Needs:
+        return Needs()
 
     def decide(self, view: SchedView) -> Decisions:
         m = len(view.pending)
@@ -265,10 +267,9 @@ class PreemptThenKill:
     """Places everything, preempts at t=5, kills at t=12 (whatever then runs)."""
 
     name = "preempt-kill"
-    needs_running = True
 
-    def setup(self, cluster, rng) -> None:
-        pass
+    def setup(self, cluster, rng) -> Needs:
+        return Needs(running=True)
 
     def decide(self, view: SchedView) -> Decisions:
         m = len(view.pending)
@@ -332,7 +333,9 @@ class Heartbeating(Overcommit):
     woken every 0.5 s."""
 
     name = "heartbeating"
-    heartbeat_s = 1.0
+
+    def setup(self, cluster, rng) -> Needs:
+        return Needs(heartbeat_s=1.0)
 
     def __init__(self) -> None:
         self.seen: list[tuple[float, np.ndarray]] = []

@@ -5,9 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from pipeline.bench.workload import write_trace
 from pipeline.replay import replay
+
+pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)
 
 
 def _starts(tmp_path: Path, tasks: list[dict], policy: str = "yarn-uniform") -> dict:

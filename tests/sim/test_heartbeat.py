@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from pipeline.sim.heartbeat import Heartbeats
 
+pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)
+
 
 @given(n=st.integers(1, 300), seed=st.integers(0, 2**40), period=st.integers(0, 10_000))
 @settings(max_examples=80, deadline=None)

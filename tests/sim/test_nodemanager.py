@@ -4,12 +4,15 @@ policy that sends containers where the test says (Hadoop 3.3 ContainerScheduler 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pipeline.sim import Decisions
 from pipeline.sim.interface import SchedView
-from pipeline.sim.nodemanager import NMOptions
+from pipeline.sim.needs import Needs, NMOptions
 from pipeline.sim.tasks import EXTRA_NAMES
 from tests.sim.test_core import batch, cluster, run
+
+pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)
 
 STARTS = EXTRA_NAMES.index("opp_starts")
 QUEUE_S = EXTRA_NAMES.index("opp_queue_s")
@@ -20,16 +23,12 @@ class SendAll:
     (priority 0) to node 0 at once, whatever its queue holds."""
 
     name = "send-all"
-    needs_running = False
 
     def __init__(self, options: NMOptions) -> None:
         self.options = options
 
-    def setup(self, cluster: object, rng: np.random.Generator) -> None:
-        pass
-
-    def nm_options(self) -> NMOptions:
-        return self.options
+    def setup(self, cluster: object, rng: np.random.Generator) -> Needs:
+        return Needs(node_managers=self.options)
 
     def decide(self, view: SchedView) -> Decisions:
         p = view.pending

@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.policies.opportunistic.types import ContainerTypes
+from pipeline.policies.layers.opportunistic.types import ContainerTypes
 from pipeline.sim.interface import ClusterInfo
-from pipeline.sim.kernels import EPS, nm_fifo_starts
+from pipeline.sim.kernels import EPS
+from pipeline.sim.nm_kernels import nm_fifo_starts
 from pipeline.sim.overalloc import (
     available,
     cpu_over_limit,
@@ -20,6 +21,8 @@ from pipeline.sim.overalloc import (
     to_reclaim,
 )
 from pipeline.sim.tasks import KIND_MAP, KIND_REDUCE
+
+pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)
 
 
 def test_snapshot_preemption_policy_numbers() -> None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.sim.interface import PendingView
 from pipeline.sim.pending import PendingQueue
+
+pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)
 
 
 def _entries(first: int, k: int) -> tuple[np.ndarray, ...]:

@@ -11,6 +11,7 @@ import pytest
 
 from pipeline.sim import ClusterSpec, Decisions, FixedCluster, PolicyError, SimOptions, Simulation
 from pipeline.sim.interface import SchedView
+from pipeline.sim.needs import Needs
 from pipeline.sim.tasks import OUTCOMES, SPEC_NAMES, RecordChunk
 from tests.sim.test_core import batch
 
@@ -30,15 +31,13 @@ class Scripted:
     """Places every pending request on node 0; at each call ``script`` may add decisions."""
 
     name = "scripted"
-    needs_running = True
-    needs_job_stats = True
 
     def __init__(self, script: Script, wakes: list[float]) -> None:
         self.script = script
         self.wakes = sorted(wakes)
 
-    def setup(self, cluster, rng) -> None:
-        pass
+    def setup(self, cluster, rng) -> Needs:
+        return Needs(running=True, job_stats=True)
 
     def decide(self, view: SchedView) -> Decisions:
         m = len(view.pending)

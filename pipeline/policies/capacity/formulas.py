@@ -136,9 +136,15 @@ def max_applications(system_max: int, abs_capacity: float, mulp: float,
                      ulf: float) -> tuple[int, int]:
     """(per-queue, per-user) maximum applications (LeafQueue ``setupQueueConfigs``)."""
     per_queue = int(system_max * abs_capacity)
+    return per_queue, per_user_applications(per_queue, mulp, ulf)
+
+
+def per_user_applications(per_queue: int, mulp: float, ulf: float) -> int:
+    """``maxApplicationsPerUser``: the queue's maximum applications times the minimum user
+    limit percent and the user limit factor (1 where the factor is off, -1), at most the
+    queue's own maximum."""
     factor = ulf if ulf > 0 else 1.0
-    per_user = min(per_queue, int(per_queue * mulp / 100.0 * factor))
-    return per_queue, per_user
+    return min(per_queue, int(per_queue * mulp / 100.0 * factor))
 
 
 # YARN's defaults (yarn.scheduler.minimum-allocation-mb 1024, -vcores 1) in trace units.

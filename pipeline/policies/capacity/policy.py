@@ -69,6 +69,7 @@ from pipeline.policies.queues import QueuePlacement, groups_provider
 from pipeline.policies.queues.report import queue_rows
 from pipeline.policies.settings import Setting
 from pipeline.sim.interface import ClusterInfo, Decisions, PendingView, SchedView
+from pipeline.sim.needs import Needs
 
 
 class CapacityScheduler(PolicyBase):
@@ -79,7 +80,6 @@ class CapacityScheduler(PolicyBase):
                "cross-queue preemption")
     source = ("Apache Hadoop 3.3 CapacityScheduler.md; ResourceManager scheduler/capacity "
               "(LeafQueue, UsersManager, ProportionalCapacityPreemptionPolicy)")
-    needs_running = True
     # max_wait_before_kill (15 s): a container is killed only when selected that long
     # after it was first marked, and it is marked at the earliest at the first round
     # after it started (ProportionalCapacityPreemptionPolicy)
@@ -166,7 +166,7 @@ class CapacityScheduler(PolicyBase):
                                   self.rack_locality_additional_delay,
                                   self.rack_locality_full_reset))
 
-    def heartbeat_interval(self) -> float | None:
+    def _beat_s(self) -> float | None:
         """Node heartbeats from the core only when delay scheduling can act (offers.py)."""
         return self.beat_ if self.rule_.delays and self.parts_ is None else None
 
@@ -174,7 +174,7 @@ class CapacityScheduler(PolicyBase):
         """What ``config`` decides instead of the inline parameters (:mod:`.settings`)."""
         return capacity_file_settings(self.config, self.node_labels) if self.config else {}
 
-    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
         super().setup(cluster, rng)
         conf = self.load_config()
         self.conf_ = conf
@@ -220,6 +220,7 @@ class CapacityScheduler(PolicyBase):
                                   loc.full_reset)
         self.locality_ = LocalityState()
         self.beat_ = float(self.heartbeat_s)
+        return Needs(running=True, heartbeat_s=self._beat_s())
 
     def _caps_in_units(self, conf: cfg.CapacityConfig, cluster: ClusterInfo) -> QueueCaps:
         """The configuration's capacities, absolute memory converted to trace units."""

@@ -14,7 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from pipeline.policies.capacity.formulas import am_limit, max_applications
+from pipeline.policies.capacity.formulas import (
+    am_limit,
+    max_applications,
+    per_user_applications,
+)
 from pipeline.policies.queues.tree import QueueTree
 from pipeline.sim.interface import NodeView
 
@@ -105,7 +109,7 @@ def app_limits(s: LeafSettings, abs_cap: np.ndarray, system_max: int,
                                 float(s.ulf[i]))
         if s.max_apps_override[i] >= 0:
             q = int(s.max_apps_override[i])
-            u = min(q, int(q * s.mulp[i] / 100.0 * (s.ulf[i] if s.ulf[i] > 0 else 1.0)))
+            u = per_user_applications(q, float(s.mulp[i]), float(s.ulf[i]))
         per_q.append(max(q, 1))  # a zero limit would starve the queue for good
         per_u.append(max(u, 1))
     return np.array(per_q, dtype=np.int64), np.array(per_u, dtype=np.int64)

@@ -54,6 +54,7 @@ from pipeline.policies.nodeindex import NodeIndex
 from pipeline.policies.queues.report import queue_rows
 from pipeline.policies.settings import Setting
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
+from pipeline.sim.needs import Needs
 
 _NO_STARTED = np.ones(1, dtype=np.bool_)  # kernel arguments when no AM limit is checked
 _NO_AM = np.zeros((1, 3))
@@ -119,7 +120,6 @@ class FairScheduler(PolicyBase):
         "heartbeat_s": Param(1.0, "NodeManager heartbeat interval, the opportunities the "
                                   "thresholds count", float, 1e-3),
     }
-    needs_running = True
     allocation_file: str
     queues: str
     default_policy: str
@@ -162,7 +162,7 @@ class FairScheduler(PolicyBase):
             out.update(site_settings(self.site_file, self.locality_settings()))
         return out
 
-    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
         super().setup(cluster, rng)
         qs = self.queue_setup(cluster.queues)
         self.queues_: QueueSetup = qs
@@ -178,8 +178,9 @@ class FairScheduler(PolicyBase):
         self.rule_ = fair_rule(**self.locality_settings())
         self.locality_ = LocalityState()
         self.beat_ = float(self.heartbeat_s)
+        return Needs(running=True, heartbeat_s=self._beat_s())
 
-    def heartbeat_interval(self) -> float | None:
+    def _beat_s(self) -> float | None:
         """Node heartbeats from the core only when delay scheduling can act (offers.py)."""
         return self.beat_ if self.rule_.delays else None
 
@@ -208,13 +209,13 @@ class FairScheduler(PolicyBase):
     def decide(self, view: SchedView) -> Decisions:
         self.index_.refresh(view.nodes)
         qs, tree, running = self.queues_, self.queues_.tree, view.running
-        assert running is not None  # needs_running
+        assert running is not None  # Needs(running=True)
         total = view.nodes.cap[view.nodes.up].sum(axis=0)
         min_share, max_share = qs.resources(total, self.mem_unit_mb)
         run_leaf, run_use = self._leaves(running.user, running.queue, running.req)
         pending = view.pending
         pend_leaf, pend_use = self._leaves(pending.user, pending.queue, pending.req)
-        paths = self._paths()
+        paths = self.paths()
         usage = paths.T @ run_use
         demand = usage + paths.T @ pend_use
         out = Decisions()
@@ -244,7 +245,7 @@ class FairScheduler(PolicyBase):
                                                   running.job[:0])
         if lim.check_am and may_start:  # unallocated = cluster - root usage (root metrics)
             check_am = True
-            am_limit = am_limits(lim.am_share, self._instant_fair(total, demand),
+            am_limit = am_limits(lim.am_share, self.instant_fair(total, demand),
                                  lim.computed, max_share, np.maximum(total - usage[0], 0.0),
                                  lim.step)
         started = (np.concatenate([np.ones(tree.n_queues, np.bool_),
@@ -294,13 +295,13 @@ class FairScheduler(PolicyBase):
         new = self.am_row_[uniq] < 0
         self.am_row_[uniq[new]] = np.asarray(rows, dtype=np.int64)[placed][first[new]]
 
-    def _instant_fair(self, total: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    def instant_fair(self, total: np.ndarray, demand: np.ndarray) -> np.ndarray:
         """Instantaneous fair shares (active: queues with pending or running work), kept
         while the active set and the cluster are unchanged."""
         leaf_active = demand[self.queues_.tree.leaves, :].sum(axis=1) > 0
         key = leaf_active.tobytes() + np.asarray(total, np.float64).tobytes()
         if key != self.fair_key_:
-            self.last_fair_ = self.fair_shares(total, self._paths().T @ leaf_active > 0)
+            self.last_fair_ = self.fair_shares(total, self.paths().T @ leaf_active > 0)
             self.fair_key_ = key
         return self.last_fair_
 
@@ -310,7 +311,7 @@ class FairScheduler(PolicyBase):
         return leaf_usage(user, queue, req, t.by_user, t.by_queue, t.override,
                           t.default_leaf, self.queues_.tree.n_leaves)
 
-    def _paths(self) -> np.ndarray:
+    def paths(self) -> np.ndarray:
         if not hasattr(self, "paths_"):
             self.paths_ = self.queues_.tree.leaf_paths_matrix().astype(np.float64)
         return self.paths_

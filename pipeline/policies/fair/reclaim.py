@@ -12,12 +12,15 @@ the assignment pass sees the freed room (the core applies stops before placement
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
+from pipeline.policies.fair.config import QueueSetup
+from pipeline.policies.fair.limits import AppLimits
 from pipeline.policies.fair.preempt import (
     UTILIZATION_THRESHOLD,
+    FairPreemption,
     Promise,
     compared,
     run_info,
@@ -25,8 +28,22 @@ from pipeline.policies.fair.preempt import (
 )
 from pipeline.sim.interface import Decisions, SchedView
 
-if TYPE_CHECKING:
-    from pipeline.policies.fair.policy import FairScheduler
+
+class FairScheduler(Protocol):
+    """What the preemption step reads of the scheduler (:mod:`.policy`): its preemption
+    state, queues and application limits, the first container (AM) of each job, the
+    instantaneous fair shares and the leaf-to-ancestor paths."""
+
+    preempt_: FairPreemption
+    queues_: QueueSetup
+    limits_: AppLimits
+    am_row_: np.ndarray
+
+    def grow_am_rows(self, jobs: np.ndarray) -> None: ...
+
+    def instant_fair(self, total: np.ndarray, demand: np.ndarray) -> np.ndarray: ...
+
+    def paths(self) -> np.ndarray: ...
 
 # The core applies preemptions before this call's placements, but the node index only sees
 # the freed room in the next view: ask for a call right after (the core rounds it up to its
@@ -53,7 +70,7 @@ def preempt_step(p: FairScheduler, view: SchedView, run_leaf: np.ndarray,
         util = np.nanmax(np.where(total[:2] > 0, alloc[:2] / total[:2], 0.0))
     if util > UTILIZATION_THRESHOLD:  # shouldAttemptPreemption: strictly above
         qs, tree = p.queues_, p.queues_.tree
-        fair = p._instant_fair(total, demand)
+        fair = p.instant_fair(total, demand)
         claims, wake = starved_claims(now, tree.leaves, qs.kind, usage, demand, fair,
                                       min_share, qs.fs_threshold, qs.fs_timeout,
                                       qs.ms_timeout, st.since, st.next_check)
@@ -119,7 +136,7 @@ def _hand_over(p: FairScheduler, view: SchedView, due: list[Promise], kill: np.n
     ok = _servable(p, np.asarray(pend.job, dtype=np.int64))
     req = np.asarray(pend.req, dtype=np.float64)
     pend_row = np.asarray(pend.row, dtype=np.int64)
-    paths = p._paths()
+    paths = p.paths()
     gone = np.zeros((len(paths), 3))  # the killed containers' use, per leaf
     np.add.at(gone, run_leaf[kill], np.asarray(running.req)[kill])
     use = usage - paths.T @ gone

@@ -10,7 +10,7 @@ through a top-of-rack switch, xi 2 per GB through the core, preferred = holds at
 of the input.  Firmament prices a machine ``psi * (rack data not on the machine) + xi *
 (input not in the rack)``; :func:`machine_transfer_cost` is that formula.
 
-The project's data model (``pipeline.locality.dfs``, trace ``inputs``) lists the machines
+The project's data model (``pipeline.replay.dfs``, trace ``inputs``) lists the machines
 holding a *replica* of a task's whole input (one HDFS block per map), so a machine holds all
 of the input or none of it, and a rack holds all of it when any of its machines does (a
 replica is counted once: Firmament's own comment notes it double-counts replicas).  Hence

@@ -24,7 +24,7 @@ solves it with OR-Tools.  Choices, and why:
 - Rounds run whenever the flow network changes (section 2: a task is submitted, ends or is
   preempted, a machine frees, fails or joins), but at most every ``interval_s``: the core
   calls on every such change, and with QFP even when no task waits, since a running task
-  may then move back to a machine that freed (``decides_when_idle``).  A round that
+  may then move back to a machine that freed (``Needs.idle_calls``).  A round that
   preempts or moves a task asks for the next round, where it is placed.  Waiting costs
   grow with time, so a round that leaves a task waiting only because every placement
   costs more than its wait asks to be woken when the cheapest would win.
@@ -59,6 +59,7 @@ from pipeline.policies.flow.slots import SlotSample, fit_in_order, machine_capac
 from pipeline.policies.flow.state import RoundStats
 from pipeline.policies.models import NO_BITS, NO_MASK, pending_allow
 from pipeline.sim.interface import ClusterInfo, Decisions, PendingView, SchedView
+from pipeline.sim.needs import Needs
 
 WAKE_MARGIN_S = 1e-6  # wake just after a waiting cost overtakes a placement cost
 SUBSTITUTE_TRIES = 4  # substitutes tried per placement kept back (bounds the search)
@@ -84,7 +85,6 @@ class Quincy(PolicyBase):
     source = ("Isard et al., 'Quincy: Fair Scheduling for Distributed Computing Clusters', "
               "SOSP 2009; Firmament quincy_cost_model.cc defaults (Schwarzkopf, Gog et al., "
               "OSDI 2016)")
-    needs_running = True
     preemption_profile = PreemptionProfile({"variant": "QFP"}, kill_wait_s=0.0)
     PARAMS: ClassVar[dict[str, Param]] = {
         "variant": Param("QFP", "Q: no fairness; QF: fair, no preemption; QFP: fair with "
@@ -103,15 +103,12 @@ class Quincy(PolicyBase):
         "interval_s": Param(1.0, "least time between two solver rounds (s)", float, 0.0),
     }
 
-    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
         super().setup(cluster, rng)
         if self.K is not None and int(self.K) < 1:
             raise UsageError(f"policy 'quincy' parameter 'K': must be >= 1, got {self.K!r}")
         self.model_ = CostModel(float(self.omega), float(self.psi), float(self.xi))
         self.preemptive_ = self.variant == "QFP"
-        # QFP's running tasks are in the network: a freed machine changes it even when
-        # nothing waits (a running task may move back to its preferred machine)
-        self.decides_when_idle = self.preemptive_
         self.slot_ = (None if self.slot_cpu is None and self.slot_mem is None else
                       np.array([self.slot_cpu or 0.0, self.slot_mem or 0.0]))
         self.sample_ = SlotSample()
@@ -120,6 +117,9 @@ class Quincy(PolicyBase):
         self.stats_ = RoundStats()
         self.last_round_ = -np.inf
         self.warned_ = False
+        # QFP's running tasks are in the network: a freed machine changes it even when
+        # nothing waits (a running task may move back to its preferred machine)
+        return Needs(running=True, idle_calls=self.preemptive_)
 
     # -- reporting hooks
     def run_metrics(self) -> dict[str, tuple[float | None, str]]:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-MILLI = 1000  # milli-GPU in one whole GPU (and milli-cores in one core)
+from pipeline.sim.gpus import MILLI, device_mask
+
 NO_DEVICE = -1  # gpu_free entry of a device slot the node does not have
 CPU_ONLY = -1  # model code of a node without GPUs
 
@@ -178,36 +179,22 @@ def feasible(nodes: GpuNodes, pod: Pod) -> np.ndarray:
     return ok & (fitting >= pod.num_gpu) & model_allowed(nodes, pod)
 
 
-def tightest_device(free: np.ndarray, share: int) -> int:
-    """Index of the device with the least free share that still fits ``share`` (ties: lowest)."""
-    fits = free >= share
-    if not fits.any():
-        raise ValueError(f"no device with {share} milli-GPU free (free: {free.tolist()})")
-    return int(np.argmin(np.where(fits, free, np.iinfo(np.int64).max)))
-
-
-def whole_devices(free: np.ndarray, count: int) -> tuple[int, ...]:
-    """The ``count`` lowest-indexed fully free devices (simulator ``AllocateExclusiveGpuId``)."""
-    idle = np.flatnonzero(free == MILLI)
-    if len(idle) < count:
-        raise ValueError(f"{count} whole GPUs asked, {len(idle)} fully free "
-                         f"(free: {free.tolist()})")
-    return tuple(int(d) for d in idle[:count])
-
-
 def choose_devices(nodes: GpuNodes, node: int, pod: Pod) -> tuple[int, ...]:
     """Devices a non-FGD policy binds on ``node``: the tightest fit for a share, else the
-    lowest-indexed fully free devices; () for a CPU-only pod.
-
-    The simulator's best-fit GPU selection (``allocateGpuIdBasedOnBestFit``) does this; for
-    whole GPUs it equals the least-sufficient-first rule of ``NodeResource.Sub``.
-    """
+    lowest-indexed fully free devices; () for a CPU-only pod.  The rule is the replay
+    core's (:func:`pipeline.sim.gpus.device_mask`, the simulator's best-fit GPU selection
+    ``allocateGpuIdBasedOnBestFit``; for whole GPUs it equals the least-sufficient-first
+    rule of ``NodeResource.Sub``); ValueError when the devices are not free."""
     if pod.num_gpu == 0:
         return ()
     free = nodes.gpu_free[node]
-    if pod.is_sharing:
-        return (tightest_device(free, pod.gpu_milli),)
-    return whole_devices(free, pod.num_gpu)
+    whole = not pod.is_sharing
+    want = pod.num_gpu if whole else pod.gpu_milli
+    bits = int(device_mask(np.ascontiguousarray(free, dtype=np.int64), want, whole))
+    if bits == 0:
+        what = f"{want} whole GPUs" if whole else f"a {want} milli-GPU share"
+        raise ValueError(f"no devices free for {what} (free: {free.tolist()})")
+    return tuple(d for d in range(len(free)) if (bits >> d) & 1)
 
 
 def _bind_error(node: int, pod: Pod, devices: tuple[int, ...], nodes: GpuNodes) -> str | None:

@@ -36,7 +36,8 @@ import numpy as np
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.hpc.pool import Pool, backfill_pass, fcfs_pass, job_starts
 from pipeline.policies.models import pending_allow
-from pipeline.sim.interface import Decisions, SchedView
+from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
+from pipeline.sim.needs import Needs
 
 
 class EasyBackfill(PolicyBase):
@@ -48,7 +49,10 @@ class EasyBackfill(PolicyBase):
     source = ("Lifka, JSSPP 1995 (ANL/IBM SP); Mu'alem & Feitelson, IEEE TPDS 12(6), 2001, "
               "section 2")
     PARAMS: ClassVar[dict[str, Param]] = {}
-    needs_running = True
+
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
+        super().setup(cluster, rng)
+        return Needs(running=True)  # the running jobs' ends decide the reservation
 
     def decide(self, view: SchedView) -> Decisions:
         pending, now = view.pending, view.now

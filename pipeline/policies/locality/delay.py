@@ -38,6 +38,7 @@ from pipeline.policies.locality.gate import grown
 from pipeline.policies.locality.kernel import delay_schedule
 from pipeline.policies.models import model_masks, pending_allow
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
+from pipeline.sim.needs import Needs
 
 AUTO_DELAY_CAP_S = 15.0  # MAX_AUTOCOMPUTED_LOCALITY_DELAY, Hadoop 1 FairScheduler
 MAX_SHAPES = 64  # distinct request shapes tested per heartbeat before any job is visited
@@ -51,7 +52,6 @@ class DelayScheduling(PolicyBase):
                "holding their data)")
     source = ("Zaharia et al., 'Delay Scheduling', EuroSys 2010 (Algorithm 2); Hadoop 1.x "
               "FairScheduler.getAllowedLocalityLevel (two-level time-based delay)")
-    needs_running = True
     PARAMS: ClassVar[dict[str, Param]] = {
         "delay": Param("time", "skip: Algorithm 2 skip count; time: HFS node/rack waits", str,
                        choices=("skip", "time")),
@@ -65,7 +65,7 @@ class DelayScheduling(PolicyBase):
                              "least)", float, 1e-3),
     }
 
-    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
         super().setup(cluster, rng)
         auto = min(AUTO_DELAY_CAP_S, 1.5 * self.heartbeat_s)
         self.w1_ = auto if self.node_wait_s is None else float(self.node_wait_s)
@@ -77,6 +77,7 @@ class DelayScheduling(PolicyBase):
         self.running_ = np.zeros(0, np.int64)  # running tasks, set for the pending jobs only
         self.slot_ = np.zeros(0, np.int64)  # -1 between calls (the kernel's job -> index)
         self.last_hb_ = -np.inf
+        return Needs(running=True, heartbeat_s=float(self.heartbeat_s))
 
     def _grow(self, n: int) -> None:
         self.skip_, self.level_ = grown(self.skip_, n, 0), grown(self.level_, n, 0)

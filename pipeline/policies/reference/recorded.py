@@ -41,6 +41,7 @@ from pipeline.policies.models import pending_allow
 from pipeline.policies.nodeindex import NodeIndex
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 from pipeline.sim.models import may_run
+from pipeline.sim.needs import Needs
 
 UP = 2
 
@@ -85,9 +86,10 @@ class RecordedCluster(PolicyBase):
     clusters: ClassVar[tuple[str, ...]] = ("fixed",)
     reference: ClassVar[bool] = True
 
-    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
         super().setup(cluster, rng)
         self.index_ = NodeIndex(cluster.n_nodes)
+        return Needs()
 
     def decide(self, view: SchedView) -> Decisions:
         pending, nodes, now = view.pending, view.nodes, view.now

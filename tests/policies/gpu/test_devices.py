@@ -9,6 +9,8 @@ from hypothesis import given, settings
 from pipeline.policies.gpu.devices import MILLI, GpuNodes, Pod, bind, choose_devices, feasible
 from tests.policies.gpu.strategies import clusters, pods
 
+pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)
+
 
 def one_node(*free: int, cpu: float = 64000, model: str = "A") -> GpuNodes:
     """One GPU node with the given free shares."""

@@ -5,9 +5,9 @@ score in :mod:`.progress`, copy placement in :mod:`.placement`, and the ``spec_*
 parameters in :mod:`.params`.  The copies themselves (launch, first-to-finish wins) are
 the core's (:mod:`pipeline.sim.speculation`)."""
 
-from pipeline.policies.speculation.layer import Speculation, make_rule
-from pipeline.policies.speculation.params import SPEC_PARAMS, resolve, split
-from pipeline.policies.speculation.progress import (
+from pipeline.policies.layers.speculation.layer import Speculation, make_rule
+from pipeline.policies.layers.speculation.params import SPEC_PARAMS, resolve, split
+from pipeline.policies.layers.speculation.progress import (
     parse_phases,
     progress_rate,
     progress_score,

@@ -12,8 +12,8 @@ from functools import cached_property
 
 import numpy as np
 
-from pipeline.policies.speculation.groups import N_KINDS, Groups, category
-from pipeline.policies.speculation.progress import progress_rate, progress_score
+from pipeline.policies.layers.speculation.groups import N_KINDS, Groups, category
+from pipeline.policies.layers.speculation.progress import progress_rate, progress_score
 from pipeline.sim.interface import RunningView
 
 
@@ -28,7 +28,9 @@ class RunningTasks:
         self.copy_index = np.zeros(0, dtype=np.int64) if copy_index is None else copy_index
         self.now = now
         self.phases = phases
-        self.stopping = stopping  # positions in view.running the inner policy stops now
+        # positions in view.running no copy is made of: stopped now by the inner policy, or
+        # opportunistic (a NodeManager may kill or pause one at any time)
+        self.stopping = stopping
         self.n_jobs_known = n_jobs_known
 
     def __len__(self) -> int:
@@ -74,7 +76,7 @@ class RunningTasks:
     @cached_property
     def open(self) -> np.ndarray:
         """Tasks a copy may be launched for at all: no copy running, not being stopped by
-        the inner policy in this call, not done."""
+        the inner policy in this call, not opportunistic, not done."""
         ok = ~self.has_copy & (self.ps < 1.0)
         if len(self.stopping):
             ok &= ~np.isin(self.index, self.stopping)

@@ -33,7 +33,7 @@ from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.policies.base import Param
-from pipeline.policies.speculation.progress import DEFAULT_PHASES, parse_phases
+from pipeline.policies.layers.speculation.progress import DEFAULT_PHASES, parse_phases
 
 PREFIX = "spec"
 RULES = ("none", "hadoop", "late", "mrv2")

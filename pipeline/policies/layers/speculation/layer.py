@@ -12,26 +12,30 @@ The layer sits between the core and the policy, without the policy knowing:
 - while originals run, the layer asks to be woken every ``spec_interval_s`` (hadoop, late:
   a TaskTracker heartbeat) or at the next speculator pass of a job (mrv2), and only looks
   at those times: a look costs O(running containers) in numpy, a few per simulated
-  interval whatever the number of scheduling points.
+  interval whatever the number of scheduling points;
+- copies are made of guaranteed containers only, and are guaranteed themselves: an
+  opportunistic container (:mod:`..opportunistic`) may be killed or paused by its
+  NodeManager at any time, which the model does not race against a copy.  The layer
+  stacks inside or outside the opportunistic one (:mod:`..stack`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from pipeline.policies.base import PolicyBase
-from pipeline.policies.layered import Layered
-from pipeline.policies.speculation.hadoop import HadoopRule
-from pipeline.policies.speculation.late import LateRule
-from pipeline.policies.speculation.mrv2 import Mrv2Rule
-from pipeline.policies.speculation.placement import free_room
-from pipeline.policies.speculation.progress import parse_phases
-from pipeline.policies.speculation.running import RunningTasks
-from pipeline.sim.interface import ClusterInfo, Decisions, RunningView, SchedView
+from pipeline.policies.layers.base import Layered
+from pipeline.policies.layers.speculation.hadoop import HadoopRule
+from pipeline.policies.layers.speculation.late import LateRule
+from pipeline.policies.layers.speculation.mrv2 import Mrv2Rule
+from pipeline.policies.layers.speculation.placement import free_room
+from pipeline.policies.layers.speculation.progress import parse_phases
+from pipeline.policies.layers.speculation.running import RunningTasks
+from pipeline.sim.interface import ClusterInfo, Decisions, Policy, RunningView, SchedView
+from pipeline.sim.needs import Needs
 
 EMPTY = np.zeros(0, dtype=np.int64)
 Rule = HadoopRule | LateRule | Mrv2Rule
@@ -57,12 +61,9 @@ def make_rule(spec: dict[str, Any]) -> Rule:
 
 class Speculation(Layered):
     """``inner`` with speculative copies; ``spec`` holds the resolved ``spec_*`` values
-    (the pass-throughs to ``inner``: :class:`pipeline.policies.layered.Layered`)."""
+    (the pass-throughs to ``inner``: :class:`pipeline.policies.layers.base.Layered`)."""
 
-    needs_running: ClassVar[bool] = True
-    needs_job_stats: ClassVar[bool] = True
-
-    def __init__(self, inner: PolicyBase, spec: dict[str, Any]) -> None:
+    def __init__(self, inner: Policy, spec: dict[str, Any]) -> None:
         super().__init__(inner, spec)
         self.spec = self.layer_params
         self.rule_: Rule | None = None
@@ -70,11 +71,13 @@ class Speculation(Layered):
         self.next_look_s_ = -math.inf
 
     # -- the scheduling -----------------------------------------------------------------
-    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
-        self.inner.setup(cluster, rng)
+    def own_needs(self, inner: Needs, cluster: ClusterInfo,
+                  rng: np.random.Generator) -> Needs:
+        """The rule; the running view and job statistics it reads (with ``inner``'s needs)."""
         self.phases_ = parse_phases(self.spec["spec_reduce_phases"])
         self.rule_ = make_rule(self.spec)
         self.next_look_s_ = -math.inf
+        return inner.merged(running=True, job_stats=True)
 
     def decide(self, view: SchedView) -> Decisions:
         running = view.running
@@ -89,7 +92,7 @@ class Speculation(Layered):
             originals = np.arange(len(running), dtype=np.int64)
             seen = running
         inner_view = dataclasses.replace(
-            view, running=seen if self.inner.needs_running else None)
+            view, running=seen if self.inner_needs_.running else None)
         d = self.inner.decide(inner_view)
         preempt = originals[np.asarray(d.preempt, dtype=np.int64)]
         kill = originals[np.asarray(d.kill, dtype=np.int64)]
@@ -101,9 +104,10 @@ class Speculation(Layered):
                 soon = view.now + self._interval_s()
                 wake = soon if wake is None else min(float(wake), soon)
             return dataclasses.replace(d, preempt=preempt, kill=kill, wake_at_s=wake)
-        jobs = getattr(view, "jobs", None)
-        tasks = RunningTasks(running, originals, view.now, self.phases_,
-                             np.concatenate([preempt, kill]),
+        jobs = view.jobs
+        closed = np.concatenate([preempt, kill,
+                                 np.flatnonzero(np.asarray(running.opportunistic))])
+        tasks = RunningTasks(running, originals, view.now, self.phases_, closed,
                              0 if jobs is None else int(np.shape(jobs.arrived)[0]), copy_pos)
         spec_run, spec_node, wake = self._speculate(view, d, tasks)
         wake_at = wake if d.wake_at_s is None else min(float(d.wake_at_s), wake)

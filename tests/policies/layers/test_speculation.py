@@ -11,15 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import UsageError
-from pipeline.policies.speculation import (
+from pipeline.policies.layers.speculation import (
     parse_phases,
     progress_rate,
     progress_score,
     time_left_s,
 )
-from pipeline.policies.speculation.groups import Groups, category, lookup
-from pipeline.policies.speculation.hadoop import hadoop_candidates, job_kind_progress
-from pipeline.policies.speculation.late import (
+from pipeline.policies.layers.speculation.groups import Groups, category, lookup
+from pipeline.policies.layers.speculation.hadoop import hadoop_candidates, job_kind_progress
+from pipeline.policies.layers.speculation.late import (
     copies_left_hadoop021,
     copies_left_paper,
     late_order,
@@ -28,13 +28,13 @@ from pipeline.policies.speculation.late import (
     slow_tasks_by_percentile,
     slow_tasks_by_stddev,
 )
-from pipeline.policies.speculation.mrv2 import (
+from pipeline.policies.layers.speculation.mrv2 import (
     mrv2_allowed,
     mrv2_estimates_ok,
     mrv2_picks,
     mrv2_value,
 )
-from pipeline.policies.speculation.placement import CopyPlacer, task_slots
+from pipeline.policies.layers.speculation.placement import CopyPlacer, task_slots
 from pipeline.sim.tasks import KIND_MAP, KIND_ONE, KIND_REDUCE
 
 PHASES = parse_phases("0.5,0.25,0.25")

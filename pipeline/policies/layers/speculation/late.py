@@ -34,7 +34,7 @@ Replay choices, the same in both modes:
 - a task becomes a candidate after ``spec_lag_s`` running (SPECULATIVE_LAG, kept by 0.21's
   ``canBeSpeculated``; a rate right after launch says nothing);
 - task slots (for the caps): containers of the median running request that fit the up
-  nodes (:func:`pipeline.policies.speculation.placement.task_slots`), refreshed every 60 s;
+  nodes (:func:`pipeline.policies.layers.speculation.placement.task_slots`), refreshed every 60 s;
 - a copy goes to the non-slow node with room that has the highest total progress (the
   paper's measure of a fast node), lowest slot on ties.
 """
@@ -45,10 +45,10 @@ import math
 
 import numpy as np
 
+from pipeline.policies.layers.speculation.groups import Groups
+from pipeline.policies.layers.speculation.placement import CopyPlacer, task_slots
+from pipeline.policies.layers.speculation.running import RunningTasks
 from pipeline.policies.models import task_allow
-from pipeline.policies.speculation.groups import Groups
-from pipeline.policies.speculation.placement import CopyPlacer, task_slots
-from pipeline.policies.speculation.running import RunningTasks
 from pipeline.sim.interface import SchedView
 
 MIN_SPEC_CAP = 10

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from pipeline.policies.layers.speculation.groups import N_KINDS, lookup
+from pipeline.policies.layers.speculation.placement import CopyPlacer
+from pipeline.policies.layers.speculation.running import RunningTasks
 from pipeline.policies.models import task_allow
-from pipeline.policies.speculation.groups import N_KINDS, lookup
-from pipeline.policies.speculation.placement import CopyPlacer
-from pipeline.policies.speculation.running import RunningTasks
 from pipeline.sim.interface import SchedView
 
 SPECULATIVE_GAP = 0.2

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipeline.errors import UsageError
-from pipeline.locality.dfs import (
+from pipeline.replay.dfs import (
     DfsModel,
     lay_out,
     max_replicas_per_rack,

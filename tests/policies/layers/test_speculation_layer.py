@@ -16,13 +16,14 @@ import pytest
 from pipeline.bench.workload import write_trace
 from pipeline.errors import UsageError
 from pipeline.policies import describe_policies, make_policy
-from pipeline.policies.speculation import Speculation
+from pipeline.policies.layers.speculation import Speculation
 from pipeline.replay import replay
 from pipeline.sim.interface import ClusterInfo, Decisions, NodeView, SchedView
+from pipeline.sim.needs import Needs
 from pipeline.sim.tasks import KIND_MAP, KIND_REDUCE
 
 COLUMNS = ("node", "req", "start_s", "progress", "job", "row", "inputs", "kind",
-           "speculative", "has_copy", "copies")
+           "speculative", "has_copy", "copies", "opportunistic")
 
 
 @dataclass
@@ -40,6 +41,7 @@ class FakeRunning:
     speculative: np.ndarray
     has_copy: np.ndarray
     copies: np.ndarray
+    opportunistic: np.ndarray
 
     def __len__(self) -> int:
         return len(self.node)
@@ -58,7 +60,8 @@ def running(node: list[int], progress: list[float], *, start: list[float] | None
         start_s=np.array(start if start is not None else [0.0] * n),
         progress=np.array(progress), job=np.array(job or [0] * n),
         row=np.arange(n), inputs=np.full((n, 8), -1), kind=np.full(n, kind),
-        speculative=spec, has_copy=np.zeros(n, bool), copies=np.zeros(n, np.int32))
+        speculative=spec, has_copy=np.zeros(n, bool), copies=np.zeros(n, np.int32),
+        opportunistic=np.zeros(n, bool))
 
 
 def nodes(n: int, cap: float = 4.0, alloc: list[float] | None = None,
@@ -91,10 +94,10 @@ class Inner:
     decisions: Decisions = field(default_factory=Decisions)
     seen: list[SchedView] = field(default_factory=list)
     name: ClassVar[str] = "fake"
-    needs_running: ClassVar[bool] = True
+    running: bool = True
 
-    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> None:
-        pass
+    def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
+        return Needs(running=self.running)
 
     def decide(self, view: SchedView) -> Decisions:
         self.seen.append(view)
@@ -105,7 +108,7 @@ class Inner:
 
 
 def layer(rule: str, inner: Inner | None = None, **spec: Any) -> Speculation:
-    from pipeline.policies.speculation.params import resolve
+    from pipeline.policies.layers.speculation.params import resolve
     policy = Speculation(inner or Inner(), resolve("fake", {"spec": rule, **spec}))  # type: ignore[arg-type]
     policy.setup(CLUSTER, np.random.default_rng(0))
     return policy
@@ -130,18 +133,17 @@ def test_inner_never_sees_copies_and_its_stops_map_back() -> None:
 
 
 def test_inner_without_needs_running_gets_none() -> None:
-    inner = Inner()
-    inner.needs_running = False  # type: ignore[misc]
+    inner = Inner(running=False)
     layer("late", inner).decide(view(running([0], [0.5]), nodes(2), jobs(1, 0)))
     assert inner.seen[0].running is None
 
 
 def test_pass_throughs() -> None:
     policy = make_policy("yarn-uniform", {"spec": "hadoop"})
-    assert not hasattr(policy, "nm_options")
     assert policy.get_params()["spec"] == "hadoop" and "spec_gap" in policy.get_params()
-    assert policy.needs_running and policy.needs_job_stats
-    assert policy.heartbeat_interval() is None and policy.run_metrics() == {}
+    needs = policy.setup(CLUSTER, np.random.default_rng(0))
+    assert needs == Needs(running=True, job_stats=True)  # yarn-uniform itself needs nothing
+    assert policy.run_metrics() == {}
     assert "spec_gap" in policy.effective_settings({"spec"})
 
 
@@ -264,8 +266,6 @@ def test_bad_parameters_are_usage_errors() -> None:
         make_policy("yarn-uniform", {"spec": "late", "spec_reduce_phases": "0.5,0.5"})
     with pytest.raises(UsageError, match="spec_nope"):
         make_policy("yarn-uniform", {"spec": "late", "spec_nope": 1})
-    with pytest.raises(UsageError, match="does not combine with opportunistic"):
-        make_policy("yarn-uniform", {"spec": "late", "opp_by": "priority"})
     with pytest.raises(UsageError, match="cannot take speculative copies"):
         make_policy("recorded", {"spec": "hadoop"})
 

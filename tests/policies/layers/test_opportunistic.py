@@ -15,7 +15,7 @@ import pytest
 from pipeline.bench.workload import write_trace
 from pipeline.errors import UsageError
 from pipeline.policies import make_policy
-from pipeline.policies.opportunistic import queue_limit
+from pipeline.policies.layers.opportunistic import queue_limit
 from pipeline.replay import replay
 
 MB = 1.0  # memory in MB, cpu plentiful: the cases are about memory
@@ -228,7 +228,7 @@ def test_a_task_asking_for_a_gpu_is_always_guaranteed(tmp_path: Path) -> None:
     assert r["cpu"]["opportunistic"] and not r["gpu"]["opportunistic"]
     assert r["gpu"]["outcome"] == r["cpu"]["outcome"] == "finished"
 
-    from pipeline.policies.opportunistic.types import ContainerTypes
+    from pipeline.policies.layers.opportunistic.types import ContainerTypes
     from pipeline.sim.interface import PolicyError
 
     original = ContainerTypes.mask

@@ -4,8 +4,8 @@ nodes and queue limits), :mod:`.types` (which requests are opportunistic), :mod:
 (the ``opp_*`` parameters).  The NodeManager side is the core's
 (:mod:`pipeline.sim.nodemanager`)."""
 
-from pipeline.policies.opportunistic.layer import Opportunistic
-from pipeline.policies.opportunistic.loadmonitor import LoadMonitor, queue_limit
-from pipeline.policies.opportunistic.params import OPP_PARAMS, resolve, split
+from pipeline.policies.layers.opportunistic.layer import Opportunistic
+from pipeline.policies.layers.opportunistic.loadmonitor import LoadMonitor, queue_limit
+from pipeline.policies.layers.opportunistic.params import OPP_PARAMS, resolve, split
 
 __all__ = ["OPP_PARAMS", "LoadMonitor", "Opportunistic", "queue_limit", "resolve", "split"]
