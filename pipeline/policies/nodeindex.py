@@ -128,7 +128,7 @@ def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, k
             continue
         mask = allow[i] if allow.shape[0] else 0
         if packing:
-            nd = busy_holder(inputs, i, cap, w_alloc, w_ncont, w_up, val, thr, rc, rm, rg) \
+            nd = busy_holder(inputs, i, cap, w_alloc, w_ncont, w_up, val, thr, (rc, rm, rg)) \
                 if inputs.shape[1] else -1
             if nd >= 0 and not may_use(mask, bits, nd):
                 nd = -1

@@ -27,6 +27,7 @@ from pipeline.policies.locality.gate import (
     OFF_ONLY,
     allowed,
     assigned,
+    no_offer,
 )
 from pipeline.replay import replay
 from pipeline.sim.interface import ClusterInfo
@@ -240,9 +241,11 @@ def test_fs_first_call_is_node_local_before_any_threshold(tmp_path: Path) -> Non
 # The rules themselves, counted offer by offer
 def _levels(kind: int, p0: float, p1: float, n: int, c: int, n_loc: int,
             offers: int) -> list[int]:
-    miss, level, since = np.zeros(1, np.int64), np.zeros(1, np.int8), np.full(1, np.nan)
-    return [int(allowed(kind, 0, 0, 0.0, p0, p1, n, np.array([c]), np.array([n_loc]), miss,
-                        level, since)) for _ in range(offers)]
+    gate = no_offer()._replace(
+        kind=kind, p0=float(p0), p1=float(p1), n_nodes=n, c_out=np.array([c]),
+        n_loc=np.array([n_loc]), miss=np.zeros(1, np.int64), level=np.zeros(1, np.int8),
+        since=np.full(1, np.nan))
+    return [int(allowed(gate, 0, 0)) for _ in range(offers)]
 
 
 def test_cs_rule_counts() -> None:
@@ -268,9 +271,10 @@ def test_fs_rule_counts() -> None:
 def test_cs_resets(typ: int, full_reset: bool, left: int) -> None:
     """A node-local assignment resets the count, a rack-local one too (or to the node delay
     without rack-locality-full-reset), an off-switch one never."""
-    miss, level, since = np.array([55]), np.zeros(1, np.int8), np.zeros(1)
-    assigned(CS, 0, typ, 0.0, 40.0, full_reset, miss, level, since)
-    assert miss[0] == left
+    gate = no_offer()._replace(kind=CS, p0=40.0, full_reset=full_reset, miss=np.array([55]),
+                               level=np.zeros(1, np.int8), since=np.zeros(1))
+    assigned(gate, 0, typ)
+    assert gate.miss[0] == left
 
 
 @pytest.mark.parametrize(("delay_ms", "expected"), [(6.0, "n1"), (-1.0, "n0")])

@@ -234,30 +234,25 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
              pair_apps, leaf_q, leaf_cap, leaf_max, leaf_mulp, leaf_ulf, leaf_fair, leaf_sbw,
              leaf_active_used, leaf_active_w, leaf_apps, leaf_max_apps, leaf_user_max_apps,
              am_used, am_limit, q_used, q_guar, q_max, q_parent, q_kids_lo, q_kids, q_prio,
-             q_use_prio, q_leaf, q_access, zero_am, free, cluster, minimum, calc, loc, out):
+             q_use_prio, q_leaf, q_access, zero_am, free, cluster, minimum, calc, gate, out):
     """Assign containers one by one; write request indices in order to ``out``; return count.
 
-    ``loc`` (:func:`~pipeline.policies.locality.gate.no_offer` or
-    :meth:`~pipeline.policies.locality.gate.Candidates.loc`): with its
-    node ``nd`` at -1, containers are chosen against the cluster's ``free`` room and placed
-    by the caller.  With a node, this is one heartbeat of ``nd``: ``free`` is ignored, the
+    ``gate`` (a :class:`~pipeline.policies.locality.gate.GateState`, from
+    :func:`~pipeline.policies.locality.gate.no_offer` or the offer loop): with its
+    ``node`` at -1, containers are chosen against the cluster's ``free`` room and placed
+    by the caller.  With a node, this is one heartbeat of that node: ``free`` is ignored, the
     room is the node's, and the chosen application's request comes from the locality gate
     (:func:`pipeline.policies.locality.gate.pick`; an application that lets the offer pass
     is skipped for this heartbeat, as ``RegularContainerAllocator`` returns
     ``LOCALITY_SKIPPED``); ``nxt``, ``done`` and the gate's state persist between offers.
     """
-    (nd, now, kind, p0, p1, n_nodes, full_reset, node_free, fit_req, done, ready, nxt_all,
-     app_job, has_in, ident, node_ptr, node_lst, rack_ptr, rack_lst, n_rack, app_of, c_out,
-     n_loc, n_noin, miss, level, since, visits, app_ready, allow, bits) = loc
+    nd, done, node_free, fit_req = gate.node, gate.asks.done, gate.asks.free, gate.asks.need
     best = np.full(len(app_lo) if nd >= 0 else 0, -1, np.int64)
     touched = np.empty(len(best), np.int64)
     n_touched = 0
-    rack = -1
     if nd >= 0:
         free = node_free[nd]
-        n_touched = refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of, ident,
-                                  fit_req, node_free, best, touched, 0, allow, bits)
-        rack = n_rack[nd]
+        n_touched = refresh_local(gate, best, touched, 0)
     n_q = len(q_parent)
     q_alive = np.zeros(n_q, dtype=np.bool_)
     for leaf in range(len(leaf_q)):
@@ -267,7 +262,7 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
                 q_alive[q] = True
                 q = q_parent[q]
     blocked = np.zeros(len(app_lo), dtype=np.bool_)
-    nxt = app_lo.copy() if nd < 0 else nxt_all
+    nxt = app_lo.copy() if nd < 0 else gate.nxt
     first = leaf_app_lo.copy()  # apps before it are done or blocked (skipped for speed)
     n = 0
     while True:
@@ -320,11 +315,7 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
             if nd < 0 or chosen < 0:
                 break
             # a heartbeat: the gate picks the application's request, or it lets the node pass
-            i, typ = pick(kind, p0, p1, n_nodes, chosen, app_job[chosen], nd, now,
-                          best[chosen], req_idx, nxt[chosen], app_hi[chosen], done, ready,
-                          has_in, fit_req, node_free, n_noin, c_out, n_loc, rack_ptr,
-                          rack_lst, rack, app_of, miss, level, since, visits, app_ready,
-                          allow, bits)
+            i, typ = pick(gate, chosen, best[chosen], req_idx, nxt[chosen], app_hi[chosen])
             if i >= 0 and _fits_path(q, _row(req, i), q_used, q_max, q_parent, cluster, calc):
                 break
             blocked[chosen] = True  # the next application in the leaf's order
@@ -345,8 +336,7 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
         if nd < 0:
             i = req_idx[nxt[a]]
         else:
-            taken(kind, i, typ, a, app_job[a], now, p0, full_reset, done, has_in, c_out,
-                  n_noin, miss, level, since)
+            taken(gate, i, typ, a)
         r = _row(req, i)
         out[n] = i
         n += 1
@@ -359,9 +349,7 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
                 node_free[nd, k] -= fit_req[i, k]
             while nxt[a] < app_hi[a] and done[req_idx[nxt[a]]]:
                 nxt[a] += 1
-            n_touched = refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of,
-                                      ident, fit_req, node_free, best, touched, n_touched,
-                                      allow, bits)
+            n_touched = refresh_local(gate, best, touched, n_touched)
         for k in range(3):
             pair_used[p, k] += r[k]
             leaf_active_used[leaf, k] += r[k]

@@ -27,6 +27,7 @@ from numba import njit
 from pipeline.policies.capacity.kernel import allocate
 from pipeline.policies.locality.gate import (
     Candidates,
+    at_offer,
     offer_run,
     offered,
     worth_offering,
@@ -70,7 +71,7 @@ def place_on_offers(p: CapacityScheduler, view: SchedView, args: tuple, fit: np.
 
 
 @njit(cache=True)
-def cs_offers(args, n_all, off_node, off_time, free, smallest, ready_times, rest, visits,
+def cs_offers(args, n_all, off_node, off_time, free, smallest, ready_times, gate, visits,
               out_req, out_node):
     """Run :func:`allocate` for each heartbeat in turn; return how many of the ``n_all``
     requests were placed."""
@@ -84,7 +85,7 @@ def cs_offers(args, n_all, off_node, off_time, free, smallest, ready_times, rest
                               n):
             continue
         before = visits[0]
-        k = allocate(*args, (nd, off_time[o]) + rest, got)  # noqa: RUF005 (numba)
+        k = allocate(*args, at_offer(gate, nd, off_time[o]), got)
         n = offered(k, got, nd, n, out_req, out_node, visits[0] != before, free, idle_room)
         if n == n_all:
             break

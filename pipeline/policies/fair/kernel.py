@@ -193,16 +193,16 @@ def _place(i, nd, q, c, req, parent, usage, needs_am, started, am_used, lf, cap,
 def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_share, max_share,
               usage, demand, inv_total, rank, n_queues, started, am_used, am_limit, check_am,
               cap, w_alloc, w_ncont, w_up, key, val, pri, left, right, parent_t, agg, member,
-              root, skey, sfree, cnt, stack, indptr, order, loc, out_req, out_node):
+              root, skey, sfree, cnt, stack, indptr, order, gate, out_req, out_node):
     """Place pending requests down the tree; return how many were placed.
 
-    Each request goes only to a node whose GPU model it allows (``loc``'s last two items,
-    :func:`~pipeline.policies.models.model_masks`).
+    Each request goes only to a node whose GPU model it allows (``gate.asks.allow`` and
+    ``.bits``, :func:`~pipeline.policies.models.model_masks`).
 
     ``indptr``/``order``: each tree node's requests (``group_by_code(leaf_of, nq)``).
-    ``loc`` (:func:`pipeline.policies.locality.gate.no_offer` or
-    :meth:`pipeline.policies.locality.gate.Candidates.loc`; applications are tree nodes):
-    with a node ``nd``, this is one heartbeat of ``nd`` (``FairScheduler.nodeUpdate`` ->
+    ``gate`` (a :class:`~pipeline.policies.locality.gate.GateState`, from
+    :func:`pipeline.policies.locality.gate.no_offer` or the offer loop; applications are
+    tree nodes): with a ``node``, this is one heartbeat of it (``FairScheduler.nodeUpdate`` ->
     ``attemptScheduling``): every request goes to ``nd`` or waits, an application's request
     comes from the locality gate, and one that lets the offer pass is skipped for this
     heartbeat; requests done, cursors and the gate's state persist between offers.
@@ -214,19 +214,15 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
     ``check_am``: ``started`` per node (updated in place), ``am_used`` (updated in place)
     and ``am_limit`` per queue.
     """
-    (nd, now, rule, p0, p1, n_nodes, full_reset, node_free, fit_req, done, ready, nxt_all,
-     app_job, has_in, ident, node_ptr, node_lst, rack_ptr, rack_lst, n_rack, app_of, c_out,
-     n_loc, n_noin, miss, level, since, visits, app_ready, allow, bits) = loc
+    nd, done, node_free, fit_req = gate.node, gate.asks.done, gate.asks.free, gate.asks.need
+    allow, bits = gate.asks.allow, gate.asks.bits
     nq = parent.shape[0]
     lbest = np.full(nq if nd >= 0 else 0, -1, np.int64)
     touched = np.empty(len(lbest), np.int64)
     n_touched = 0
-    rack = -1
     if nd >= 0:
-        cursor = nxt_all
-        n_touched = refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of, ident,
-                                  fit_req, node_free, lbest, touched, 0, allow, bits)
-        rack = n_rack[nd]
+        cursor = gate.nxt
+        n_touched = refresh_local(gate, lbest, touched, 0)
     else:
         cursor = indptr[:-1].copy()
     alive = np.zeros(nq, dtype=np.int64)
@@ -287,10 +283,7 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
         needs_am = check_am and not started[q]
         lf = parent[q]
         if nd >= 0:
-            i, typ = pick(rule, p0, p1, n_nodes, q, app_job[q], nd, now, lbest[q], order, j,
-                          indptr[q + 1], done, ready, has_in, fit_req, node_free, n_noin, c_out,
-                          n_loc, rack_ptr, rack_lst, rack, app_of, miss, level, since, visits,
-                          app_ready, allow, bits)
+            i, typ = pick(gate, q, lbest[q], order, j, indptr[q + 1])
             if i >= 0 and (not _fits_max(q, parent, usage, max_share, req[i, 0], req[i, 1],
                                          req[i, 2]) or
                            (needs_am and _over_am(lf, req[i], am_used, am_limit))):
@@ -299,8 +292,7 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
                 _kill(q, parent, alive)
                 _seg_set(tv, ti, p, pos_of[q], np.inf)
                 continue
-            taken(rule, i, typ, q, app_job[q], now, p0, full_reset, done, has_in, c_out,
-                  n_noin, miss, level, since)
+            taken(gate, i, typ, q)
             while j < indptr[q + 1] and done[order[j]]:
                 j += 1
             for r3 in range(3):
@@ -308,9 +300,7 @@ def fair_fill(req, leaf_of, parent, child_ptr, child_idx, kind, weight, min_shar
             c = _place(i, nd, q, c, req, parent, usage, needs_am, started, am_used, lf, cap,
                        w_alloc, w_ncont, w_up, key, val, pri, left, right, parent_t, agg,
                        member, root, skey, sfree, cnt, out_req, out_node)
-            n_touched = refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of,
-                                      ident, fit_req, node_free, lbest, touched, n_touched,
-                                      allow, bits)
+            n_touched = refresh_local(gate, lbest, touched, n_touched)
         while nd < 0 and j < indptr[q + 1] and not placed:
             i = order[j]
             j += 1

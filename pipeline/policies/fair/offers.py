@@ -30,6 +30,7 @@ from pipeline.policies.locality.gate import (
     Candidates,
     LocalityRule,
     LocalityState,
+    at_offer,
     offer_run,
     offered,
     worth_offering,
@@ -72,7 +73,7 @@ def fill_on_offers(view: SchedView, rule: LocalityRule, state: LocalityState,
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Requests (indices into the kernel's ``req``) placed and their nodes, heartbeat by
     heartbeat (``args``: :func:`~pipeline.policies.fair.kernel.fair_fill`'s inputs up to
-    ``loc``; ``app_job``: job code per application, tree node ``n_queues + a``;
+    ``gate``; ``app_job``: job code per application, tree node ``n_queues + a``;
     ``models``: the requests' GPU model masks and the nodes' model bits)."""
     assert view.offers is not None
     pend, nodes = view.pending, view.nodes
@@ -96,7 +97,7 @@ def fill_on_offers(view: SchedView, rule: LocalityRule, state: LocalityState,
 
 
 @njit(cache=True)
-def fs_offers(args, n_all, off_node, off_time, free, smallest, ready_times, rest, visits,
+def fs_offers(args, n_all, off_node, off_time, free, smallest, ready_times, gate, visits,
               out_req, out_node):
     """Run :func:`fair_fill` for each heartbeat in turn; return how many of the ``n_all``
     requests were placed."""
@@ -111,7 +112,7 @@ def fs_offers(args, n_all, off_node, off_time, free, smallest, ready_times, rest
                               n):
             continue
         before = visits[0]
-        k = fair_fill(*args, (nd, off_time[o]) + rest, got, got_node)  # noqa: RUF005
+        k = fair_fill(*args, at_offer(gate, nd, off_time[o]), got, got_node)
         n = offered(k, got, nd, n, out_req, out_node, visits[0] != before, free, idle_room)
         if n == n_all:
             break

@@ -4,6 +4,8 @@ per call, so a heartbeat costs the tasks with data on its node, not every task).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -13,6 +15,26 @@ from pipeline.sim.jit import helper
 NODE, RACK, ANY = 0, 1, 2
 
 
+class Asks(NamedTuple):
+    """The pending requests as the candidate lookups see them, and the room they may take.
+
+    The lookups' hot loops read it by field: a request ``i`` is *usable* on node ``nd`` at
+    time ``tau`` when it is not ``done``, is ``ready`` by ``tau``, its ``need`` fits the
+    node's ``free`` room and its GPU model masks allow the node.  ``group`` and ``slot``
+    say where a lookup files request ``i``: under ``slot[group[i]]`` (delay scheduling: the
+    job and its position in the fair order; the locality gate: the application and itself).
+    """
+
+    done: np.ndarray  # (requests,) bool: placed already, or never to be placed in this call
+    ready: np.ndarray  # (requests,) float: the time, s, from which the request may start
+    need: np.ndarray  # (requests, 3) float: the room it takes on a node (cpu, mem, gpu)
+    free: np.ndarray  # (nodes, 3) float: each node's free room, updated as requests land
+    allow: np.ndarray  # (requests,) int: GPU model masks (empty: any node will do)
+    bits: np.ndarray  # (nodes,) int: each node's GPU model bit (:mod:`pipeline.policies.models`)
+    group: np.ndarray  # (requests,) int: the job or application of each request
+    slot: np.ndarray  # (groups,) int: where a group's entry goes in a lookup's output
+
+
 @helper
 def fits(r, free, nd):
     return r[0] <= free[nd, 0] + 1e-9 and r[1] <= free[nd, 1] + 1e-9 and \
@@ -20,10 +42,10 @@ def fits(r, free, nd):
 
 
 @helper
-def usable(i, req, free, nd, allow, bits):
-    """Whether request ``i`` fits node ``nd`` and may use its GPU model (``allow``: the
-    requests' model masks, empty: any node; ``bits``: the nodes' model bits)."""
-    return fits(req[i], free, nd) and (allow.shape[0] == 0 or may_use(allow[i], bits, nd))
+def usable(i, asks, nd):
+    """Whether request ``i`` fits node ``nd`` and may use its GPU model (:class:`Asks`)."""
+    return fits(asks.need[i], asks.free, nd) and (
+        asks.allow.shape[0] == 0 or may_use(asks.allow[i], asks.bits, nd))
 
 
 @helper
@@ -42,11 +64,12 @@ def locality_of(rows, inputs, nd, rack, n_rack):
 
 
 @helper
-def first_usable(cur, k, hi, by_job, done, ready, req, free, nd, tau, allow, bits, lb):
-    """First task in ``by_job[cur[k]:hi]`` not done, ready at ``tau`` and fitting ``nd``
-    (-1 if none); ``cur[k]`` first moves past the done ones.  When there is none, ``lb[k]``
+def first_usable(asks, by_job, cur, k, hi, nd, tau, lb):
+    """First task in ``by_job[cur[k]:hi]`` usable on ``nd`` at ``tau`` (:class:`Asks`; -1 if
+    none); ``cur[k]`` first moves past the done ones.  When there is none, ``lb[k]``
     becomes the earliest ready time of the tasks left (inf: none): until then no task of
     the range can be usable, so the caller skips the scan (heartbeats come in time order)."""
+    done, ready = asks.done, asks.ready
     q = cur[k]
     while q < hi and done[by_job[q]]:
         q += 1
@@ -56,7 +79,7 @@ def first_usable(cur, k, hi, by_job, done, ready, req, free, nd, tau, allow, bit
         i = by_job[q]
         if done[i]:
             continue
-        if ready[i] <= tau and usable(i, req, free, nd, allow, bits):
+        if ready[i] <= tau and usable(i, asks, nd):
             return i
         nxt = min(nxt, ready[i])
     lb[k] = nxt
@@ -64,15 +87,16 @@ def first_usable(cur, k, hi, by_job, done, ready, req, free, nd, tau, allow, bit
 
 
 @helper
-def best_in(lst_lo, lst_hi, lst, done, ready, req, free, nd, tau, job, slot, best, touched,
-             n_touched, allow, bits):
-    """For every job, its first task (queue order) in ``lst[lst_lo:lst_hi]`` usable on
-    ``nd`` now, into ``best`` (by job index); returns the new count of ``touched``."""
+def best_in(asks, lst, lst_lo, lst_hi, nd, tau, best, touched, n_touched):
+    """For every group (:class:`Asks`), its first task (queue order) in
+    ``lst[lst_lo:lst_hi]`` usable on ``nd`` at ``tau``, into ``best`` at its slot; returns
+    the new count of ``touched`` (the slots filled, in the order they were)."""
+    done, ready = asks.done, asks.ready
     for q in range(lst_lo, lst_hi):
         i = lst[q]
-        if done[i] or ready[i] > tau or not usable(i, req, free, nd, allow, bits):
+        if done[i] or ready[i] > tau or not usable(i, asks, nd):
             continue
-        k = slot[job[i]]
+        k = asks.slot[asks.group[i]]
         if best[k] < 0:
             touched[n_touched] = k
             n_touched += 1
@@ -138,11 +162,12 @@ def room_for_any(shapes, shape_left, free, nd):
 
 
 @helper
-def busy_holder(inputs, i, cap, alloc, ncont, up, room, thr, rc, rm, rg):
+def busy_holder(inputs, i, cap, alloc, ncont, up, room, thr, size):
     """Among the nodes holding request ``i``'s data (``inputs`` row), the up node with at
     least one container whose memory usage stays at or below ``thr`` after taking the
-    request (a Medium node of container packing) and that has room, the one with the
-    highest usage; -1 if none."""
+    request (``size``: its cpu, memory and gpu; a Medium node of container packing) and
+    that has room, the one with the highest usage; -1 if none."""
+    rc, rm, rg = size
     best, best_u = -1, -1.0
     for k in range(inputs.shape[1]):
         nd = inputs[i, k]

@@ -31,12 +31,15 @@ priority, whose counter is separate).  A request's type is the most local of wha
 allows and what the node is to it (an off-switch assignment on a node in the data's rack is
 an off-switch assignment, as in YARN).  ``L`` and ``C`` are taken at the start of each
 scheduling call (YARN updates them as asks are satisfied; within a call they only shrink).
+
+The compiled functions read one :class:`GateState`; :mod:`.gate_reference` is the same
+decision in plain Python, which the tests hold them to (a behaviour change starts there).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -45,6 +48,7 @@ from pipeline.policies.locality.candidates import (
     ANY,
     NODE,
     RACK,
+    Asks,
     best_in,
     csr,
     task_racks,
@@ -77,15 +81,61 @@ class LocalityRule:
         return self.kind in (FS_COUNT, FS_TIME) and self.p0 >= 0 and self.p1 >= 0
 
 
-def no_offer(allow: np.ndarray = NO_MASK, bits: np.ndarray = NO_BITS) -> tuple:
-    """The ``loc`` argument of the compiled loops for choosing against the cluster's room
+class GateState(NamedTuple):
+    """What the locality gate reads and keeps in one scheduling call, at one node offer.
+
+    The queue schedulers' compiled loops take it whole (``allocate``, ``fair_fill``) and
+    hand it to the gate's functions, which read it by field.  It is built once per call
+    (:func:`no_offer`, :meth:`Candidates.gate_state`) with ``node`` -1; the offer loop sets
+    ``node`` and ``now`` per heartbeat (:func:`at_offer`, the same arrays), so what the gate
+    updates in place (``asks.done``, ``asks.free``, ``nxt``, the counters) carries from one
+    offer to the next, and ``miss``/``level``/``since`` from call to call
+    (:class:`LocalityState`).  "Application" is the kernel's: a CS application, an FS tree
+    node.
+    """
+
+    node: int  # the offered node; -1: no offer (choose against the cluster's room)
+    now: float  # the offer's time, s
+    kind: int  # the delay rule: NO_DELAY, CS, FS_COUNT or FS_TIME (:class:`LocalityRule`)
+    p0: float  # CS node-locality-delay; FS node threshold (fraction of N, or s)
+    p1: float  # CS rack-locality-additional-delay; FS rack threshold
+    n_nodes: int  # N: the nodes up at the call's start
+    full_reset: bool  # CS rack-locality-full-reset
+    asks: Asks  # the requests; ``group``: each one's application, ``slot``: the identity
+    has_in: np.ndarray  # (requests,) bool: it says where its data is (else an ANY-only ask)
+    nxt: np.ndarray  # (applications,) int: cursor into its requests, past the done ones
+    app_job: np.ndarray  # (applications,) int: its job code (index of miss, level, since)
+    c_out: np.ndarray  # (applications,) int: C, its outstanding requests with data
+    n_loc: np.ndarray  # (applications,) int: L, distinct hosts and racks its requests name
+    n_noin: np.ndarray  # (applications,) int: its outstanding requests without data
+    app_ready: np.ndarray  # (applications,) float: its earliest ready time, s
+    node_ptr: np.ndarray  # (nodes + 1,) int: node -> requests with data there (CSR) ...
+    node_lst: np.ndarray  # ... the requests, ascending
+    rack_ptr: np.ndarray  # (racks + 1,) int: rack -> requests with data in it (CSR) ...
+    rack_lst: np.ndarray  # ... the requests, ascending
+    n_rack: np.ndarray  # (nodes,) int: each node's rack (-1: none)
+    miss: np.ndarray  # (job codes,) int: missed scheduling opportunities
+    level: np.ndarray  # (job codes,) int8: FS allowed level (NODE, RACK, ANY)
+    since: np.ndarray  # (job codes,) float: FS_TIME last assignment or relaxation (NaN: new)
+    visits: np.ndarray  # (1,) int: offers that counted an opportunity or picked a request
+
+
+def no_offer(allow: np.ndarray = NO_MASK, bits: np.ndarray = NO_BITS) -> GateState:
+    """The gate argument of the compiled loops for choosing against the cluster's room
     (``allow``/``bits``: the requests' GPU model masks and the nodes' model bits,
     :func:`~pipeline.policies.models.model_masks`)."""
     i64, b = np.zeros(0, np.int64), np.zeros(0, np.bool_)
     f2 = np.zeros((0, 3))
-    return (-1, 0.0, 0, -1.0, -1.0, 0, True, f2, f2, b, np.zeros(0), i64, i64, b, i64, i64,
-            i64, i64, i64, i64, i64, i64, i64, i64, i64, np.zeros(0, np.int8), np.zeros(0),
-            np.zeros(1, np.int64), np.zeros(0), allow, bits)
+    asks = Asks(b, np.zeros(0), f2, f2, allow, bits, i64, i64)
+    return GateState(-1, 0.0, 0, -1.0, -1.0, 0, True, asks, b, i64, i64, i64, i64, i64,
+                     np.zeros(0), i64, i64, i64, i64, i64, i64, np.zeros(0, np.int8),
+                     np.zeros(0), np.zeros(1, np.int64))
+
+
+@njit(cache=True)
+def at_offer(g, nd, now):
+    """``g`` at the offer of node ``nd`` at time ``now`` (the same arrays)."""
+    return GateState(nd, now, *g[2:])
 
 
 def offer_run(offers: tuple[np.ndarray, np.ndarray], nodes: NodeView, cands: Candidates,
@@ -93,15 +143,16 @@ def offer_run(offers: tuple[np.ndarray, np.ndarray], nodes: NodeView, cands: Can
               nxt: np.ndarray, app_job: np.ndarray) -> tuple:
     """The arguments of a scheduler's compiled offer loop after its kernel inputs: offered
     nodes and times, the up nodes' free room, the smallest request's room (``fit`` over
-    ``rows``, less a tolerance), the requests' ready times sorted, the rest of ``loc``
-    (:meth:`Candidates.rest`), the visits counter and the two outputs (request, node)."""
+    ``rows``, less a tolerance), the requests' ready times sorted, the gate's state
+    (:meth:`Candidates.gate_state`), the visits counter and the two outputs (request,
+    node)."""
     up = np.asarray(nodes.state) == 2
     free = np.ascontiguousarray(np.where(up[:, None], nodes.cap - nodes.alloc, 0.0))
     fit = np.ascontiguousarray(fit, dtype=np.float64)
-    rest = cands.rest(rule, int(up.sum()), free, fit, nxt, app_job, state)
+    gate = cands.gate_state(rule, int(up.sum()), free, fit, nxt, app_job, state)
     return (np.ascontiguousarray(offers[0], dtype=np.int64),
             np.ascontiguousarray(offers[1], dtype=np.float64), free,
-            fit[rows].min(axis=0) - 1e-9, np.sort(cands.ready[~cands.done]), rest,
+            fit[rows].min(axis=0) - 1e-9, np.sort(cands.ready[~cands.done]), gate,
             cands.visits, np.empty(len(fit), np.int64), np.empty(len(fit), np.int64))
 
 
@@ -161,15 +212,19 @@ class Candidates:
         self.app_ready = np.full(n_apps, np.inf)
         np.minimum.at(self.app_ready, self.app_of[mine], self.ready[mine])
 
-    def rest(self, rule: LocalityRule, n_nodes: int, free: np.ndarray, fit_req: np.ndarray,
-             nxt: np.ndarray, app_job: np.ndarray, state: LocalityState) -> tuple:
-        """The ``loc`` argument of the schedulers' compiled loops without its first two
-        items (the offered node and the offer's time), which the offer loop prepends."""
-        return (rule.kind, float(rule.p0), float(rule.p1), int(n_nodes), rule.full_reset,
-                free, fit_req, self.done, self.ready, nxt, app_job, self.has_in, self.ident,
-                self.node_ptr, self.node_lst, self.rack_ptr, self.rack_lst, self.n_rack,
-                self.app_of, self.c_out, self.n_loc, self.n_noin, state.miss, state.level,
-                state.since, self.visits, self.app_ready, self.allow, self.bits)
+    def gate_state(self, rule: LocalityRule, n_nodes: int, free: np.ndarray,
+                   fit_req: np.ndarray, nxt: np.ndarray, app_job: np.ndarray,
+                   state: LocalityState) -> GateState:
+        """The gate's state for this call (no node offered yet: the offer loop sets it,
+        :func:`at_offer`); ``free``: the nodes' free room, ``fit_req``: the room each
+        request takes, ``nxt``: the applications' cursors, ``app_job``: their job codes."""
+        asks = Asks(self.done, self.ready, fit_req, free, self.allow, self.bits, self.app_of,
+                    self.ident)
+        return GateState(-1, 0.0, rule.kind, float(rule.p0), float(rule.p1), int(n_nodes),
+                         rule.full_reset, asks, self.has_in, nxt, app_job, self.c_out,
+                         self.n_loc, self.n_noin, self.app_ready, self.node_ptr,
+                         self.node_lst, self.rack_ptr, self.rack_lst, self.n_rack,
+                         state.miss, state.level, state.since, self.visits)
 
 
 @njit(cache=True)
@@ -238,26 +293,29 @@ def locations(inputs, n_rack, app_of, n_apps):
 
 
 @helper
-def allowed(kind, a, j, now, p0, p1, n_nodes, c_out, n_loc, miss, level, since):
-    """The level application ``a`` (job code ``j``) may use at this offer: NODE, RACK, ANY,
-    or OFF_ONLY (CS: off-switch allowed while rack-local is not yet); counts the offer
-    (``miss``) and relaxes the FS level, as the rules of the module doc say."""
+def allowed(g, a, j):
+    """The level application ``a`` (job code ``j``) may use at this offer (:class:`GateState`):
+    NODE, RACK, ANY, or OFF_ONLY (CS: off-switch allowed while rack-local is not yet);
+    counts the offer (``miss``) and relaxes the FS level, as the rules of the module doc
+    say."""
+    p0, p1, n_nodes, now = g.p0, g.p1, g.n_nodes, g.now
+    miss, level, since = g.miss, g.level, g.since
     miss[j] += 1
-    if kind == CS:
+    if g.kind == CS:
         if p0 < 0:
             return ANY
         m = miss[j]
         if p1 > -1:
             off = m > min(n_nodes, p0 + p1)
         else:
-            off = min(n_nodes, c_out[a] * min(n_loc[a] / max(n_nodes, 1), 1.0)) < m
+            off = min(n_nodes, g.c_out[a] * min(g.n_loc[a] / max(n_nodes, 1), 1.0)) < m
         rack = m > min(n_nodes, p0)
         if off:
             return ANY if rack else OFF_ONLY
         return RACK if rack else NODE
     if p0 < 0 or p1 < 0:
         return ANY
-    if kind == FS_COUNT:
+    if g.kind == FS_COUNT:
         if np.isnan(since[j]):  # the application's first call: node-local, nothing checked
             since[j] = now
             return level[j]
@@ -280,99 +338,102 @@ def allowed(kind, a, j, now, p0, p1, n_nodes, c_out, n_loc, miss, level, since):
 
 
 @helper
-def assigned(kind, j, typ, now, p0, full_reset, miss, level, since):
-    """Update job code ``j``'s state after an assignment of type ``typ``."""
-    if kind == CS:
-        if typ == NODE or (typ == RACK and full_reset):
+def assigned(g, j, typ):
+    """Update job code ``j``'s state after an assignment of type ``typ`` (:class:`GateState`)."""
+    miss, level = g.miss, g.level
+    if g.kind == CS:
+        if typ == NODE or (typ == RACK and g.full_reset):
             miss[j] = 0
         elif typ == RACK:
-            miss[j] = min(miss[j], int(max(p0, 0)))
+            miss[j] = min(miss[j], int(max(g.p0, 0)))
         return
     miss[j] = 0
-    since[j] = now
+    g.since[j] = g.now
     if typ < level[j]:
         level[j] = typ
 
 
 @helper
-def refresh_local(nd, now, node_ptr, node_lst, done, ready, app_of, ident, req, free, best,
-                  touched, n_touched, allow, bits):
-    """Per application, its first request with data on ``nd`` that is not done, is ready
-    and fits, into ``best`` (entries of the previous ``touched`` cleared first); returns
-    how many applications are touched now (``ident``: the identity of applications)."""
+def refresh_local(g, best, touched, n_touched):
+    """Per application, its first request with data on the offered node that is usable
+    there now (:class:`GateState`), into ``best`` (entries of the previous ``touched``
+    cleared first); returns how many applications are touched now."""
     for t in range(n_touched):
         best[touched[t]] = -1
-    return best_in(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, req, free, nd, now,
-                   app_of, ident, best, touched, 0, allow, bits)
+    nd = g.node
+    return best_in(g.asks, g.node_lst, g.node_ptr[nd], g.node_ptr[nd + 1], nd, g.now, best,
+                   touched, 0)
 
 
 @helper
-def taken(kind, i, typ, a, j, now, p0, full_reset, done, has_in, c_out, n_noin, miss, level,
-          since):
-    """Book request ``i`` of application ``a`` (job code ``j``) picked with type ``typ``."""
+def taken(g, i, typ, a):
+    """Book request ``i`` of application ``a`` picked with type ``typ`` (:class:`GateState`)."""
     if typ >= 0:
-        assigned(kind, j, typ, now, p0, full_reset, miss, level, since)
-    done[i] = True
-    if has_in[i]:
-        c_out[a] -= 1
+        assigned(g, g.app_job[a], typ)
+    g.asks.done[i] = True
+    if g.has_in[i]:
+        g.c_out[a] -= 1
     else:
-        n_noin[a] -= 1
+        g.n_noin[a] -= 1
 
 
 @helper
-def first_fit(lst, lo, hi, done, ready, now, has_in, want_in, req, free, nd, allow, bits):
-    """First request of ``lst[lo:hi]`` not done, ready, with (or without) data, fitting
-    ``nd``."""
+def first_fit(g, lst, lo, hi, want_in):
+    """First request of ``lst[lo:hi]`` usable on the offered node now (:class:`GateState`),
+    with (or without) data."""
+    asks = g.asks
     for q in range(lo, hi):
         i = lst[q]
-        if not done[i] and ready[i] <= now and has_in[i] == want_in and \
-                usable(i, req, free, nd, allow, bits):
+        if not asks.done[i] and asks.ready[i] <= g.now and g.has_in[i] == want_in and \
+                usable(i, asks, g.node):
             return i
     return -1
 
 
 @helper
-def rack_local(lst, lo, hi, done, ready, now, app_of, a, req, free, nd, allow, bits):
-    """First request of application ``a`` in a rack list not done, ready and fitting."""
-    for q in range(lo, hi):
-        i = lst[q]
-        if app_of[i] == a and not done[i] and ready[i] <= now and \
-                usable(i, req, free, nd, allow, bits):
+def rack_local(g, a, rack):
+    """First request of application ``a`` with data in ``rack`` usable on the offered node
+    now (:class:`GateState`)."""
+    asks = g.asks
+    for q in range(g.rack_ptr[rack], g.rack_ptr[rack + 1]):
+        i = g.rack_lst[q]
+        if asks.group[i] == a and not asks.done[i] and asks.ready[i] <= g.now and \
+                usable(i, asks, g.node):
             return i
     return -1
 
 
 @helper
-def pick(kind, p0, p1, n_nodes, a, j, nd, now, local_i, lst, lo, hi, done, ready, has_in,
-         req, free, n_noin, c_out, n_loc, rack_ptr, rack_lst, rack, app_of, miss, level,
-         since, visits, app_ready, allow, bits):
-    """The request of application ``a`` (job code ``j``; its requests ``lst[lo:hi]``) that
-    may use node ``nd`` now, and its type (NODE, RACK, ANY; -1 for an ANY-only ask), or
-    ``(-1, -1)`` when the application lets the offer pass.  ``local_i``: its first request
-    with data on ``nd`` that fits (-1 if none).  An offer counts as an opportunity only when
-    some request with data fits the node (``hasContainerForNode``); ``visits`` counts the
-    offers that changed some state (an opportunity counted, or a request picked)."""
-    if app_ready[a] > now:
+def pick(g, a, local_i, lst, lo, hi):
+    """The request of application ``a`` (its requests ``lst[lo:hi]``) that may use the
+    offered node now (:class:`GateState`), and its type (NODE, RACK, ANY; -1 for an
+    ANY-only ask), or ``(-1, -1)`` when the application lets the offer pass.  ``local_i``:
+    its first request with data on the node that fits (-1 if none).  An offer counts as an
+    opportunity only when some request with data fits the node (``hasContainerForNode``);
+    ``visits`` counts the offers that changed some state (an opportunity counted, or a
+    request picked)."""
+    if g.app_ready[a] > g.now:
         return -1, -1  # nothing of it was waiting yet at this heartbeat
+    j = g.app_job[a]
     if local_i >= 0:
-        visits[0] += 1
-        miss[j] += 1  # counted, then reset by the node-local assignment
+        g.visits[0] += 1
+        g.miss[j] += 1  # counted, then reset by the node-local assignment
         return local_i, NODE
-    if n_noin[a] > 0:
-        i = first_fit(lst, lo, hi, done, ready, now, has_in, False, req, free, nd, allow, bits)
+    if g.n_noin[a] > 0:
+        i = first_fit(g, lst, lo, hi, False)
         if i >= 0:
-            visits[0] += 1
+            g.visits[0] += 1
             return i, -1
-    if c_out[a] == 0:
+    if g.c_out[a] == 0:
         return -1, -1
-    i_any = first_fit(lst, lo, hi, done, ready, now, has_in, True, req, free, nd, allow, bits)
+    i_any = first_fit(g, lst, lo, hi, True)
     if i_any < 0:
         return -1, -1
-    visits[0] += 1
-    lvl = allowed(kind, a, j, now, p0, p1, n_nodes, c_out, n_loc, miss, level, since)
-    if RACK <= lvl <= ANY and rack >= 0 and rack + 1 < len(rack_ptr):
-        i = rack_local(rack_lst, rack_ptr[rack], rack_ptr[rack + 1], done, ready, now,
-                       app_of, a, req, free, nd, allow, bits)
+    g.visits[0] += 1
+    lvl = allowed(g, a, j)
+    rack = g.n_rack[g.node]
+    if RACK <= lvl <= ANY and rack >= 0 and rack + 1 < len(g.rack_ptr):
+        i = rack_local(g, a, rack)
         if i >= 0:
             return i, RACK
     if lvl >= ANY:

@@ -49,6 +49,7 @@ from pipeline.policies.locality.candidates import (
     ANY,
     NODE,
     RACK,
+    Asks,
     best_in,
     csr,
     first_usable,
@@ -65,8 +66,8 @@ def _skip_all(node_ptr, node_lst, rack_ptr, rack_lst, done, ready, req, free, nd
               job, slot, order, level, best, touched, rack_level, allow, bits):
     """Whether no pending task is local to ``nd`` and, if some job is allowed rack-local
     (``rack_level``), none of those jobs has a task local to ``nd``'s rack."""
-    n_t = best_in(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, req, free, nd, tau,
-                   job, slot, best, touched, 0, allow, bits)
+    asks = Asks(done, ready, req, free, allow, bits, job, slot)
+    n_t = best_in(asks, node_lst, node_ptr[nd], node_ptr[nd + 1], nd, tau, best, touched, 0)
     for t in range(n_t):
         best[touched[t]] = -1
     if n_t > 0:
@@ -74,8 +75,7 @@ def _skip_all(node_ptr, node_lst, rack_ptr, rack_lst, done, ready, req, free, nd
     rack = n_rack[nd]
     if not rack_level or rack < 0 or len(rack_ptr) <= rack + 1:
         return True
-    n_t = best_in(rack_ptr[rack], rack_ptr[rack + 1], rack_lst, done, ready, req, free, nd,
-                   tau, job, slot, best, touched, 0, allow, bits)
+    n_t = best_in(asks, rack_lst, rack_ptr[rack], rack_ptr[rack + 1], nd, tau, best, touched, 0)
     clear = True
     for t in range(n_t):
         clear = clear and level[order[touched[t]]] != RACK
@@ -184,6 +184,7 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
     else:
         rack_ptr, rack_lst = np.zeros(1, np.int64), np.zeros(0, np.int64)
     done = np.zeros(n_p, np.bool_)
+    asks = Asks(done, ready, req, free, allow, bits, job, slot)
     left = n_p
     min_r = np.full(3, np.inf)
     for i in range(n_p):
@@ -301,8 +302,8 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 nxt += 1
             if n_visit == 0 and (nxt == n_p or ready[by_ready[nxt]] > tau):
                 break  # no task is ready and no job would be visited: nothing changes
-            n_t = best_in(node_ptr[nd], node_ptr[nd + 1], node_lst, done, ready, req, free,
-                           nd, tau, job, slot, local_best, touched, 0, allow, bits)
+            n_t = best_in(asks, node_lst, node_ptr[nd], node_ptr[nd + 1], nd, tau, local_best,
+                          touched, 0)
             n_tr = -1  # rack candidates: computed on first need
             chosen = -1
             got = ANY
@@ -312,8 +313,7 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                     chosen, got = local_best[k], NODE
                     break
                 if n_free[k] > 0 and lb_free[k] <= tau and fits(min_free[k], free, nd):
-                    i = first_usable(cur_free, k, job_mid[k], by_job, done, ready, req, free,
-                                     nd, tau, allow, bits, lb_free)
+                    i = first_usable(asks, by_job, cur_free, k, job_mid[k], nd, tau, lb_free)
                     if i >= 0:
                         chosen, got = i, -1
                         break
@@ -332,9 +332,8 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                     allowed = _allowed(level[j], wait[j], w1, w2)
                     if allowed >= RACK and rack >= 0:
                         if n_tr < 0:
-                            n_tr = best_in(rack_ptr[rack], rack_ptr[rack + 1], rack_lst, done,
-                                           ready, req, free, nd, tau, job, slot, rack_best,
-                                           touched_r, 0, allow, bits)
+                            n_tr = best_in(asks, rack_lst, rack_ptr[rack], rack_ptr[rack + 1],
+                                           nd, tau, rack_best, touched_r, 0)
                         if rack_best[k] >= 0:
                             chosen, got = rack_best[k], RACK
                             break
@@ -344,8 +343,7 @@ def delay_schedule(off_node, off_time, free, n_rack, ready, req, job, inputs, ha
                 # may run a task anywhere: the first of its tasks that fits this node
                 if lb_in[k] > tau or not fits(min_in[k], free, nd):
                     continue
-                i = first_usable(cur_in, k, job_hi[k], by_job, done, ready, req, free, nd, tau,
-                                 allow, bits, lb_in)
+                i = first_usable(asks, by_job, cur_in, k, job_hi[k], nd, tau, lb_in)
                 if i >= 0:
                     chosen, got = i, locality_of(i, inputs, nd, rack, n_rack)
                     break
