@@ -105,9 +105,8 @@ class Speculation(Layered):
                 wake = soon if wake is None else min(float(wake), soon)
             return dataclasses.replace(d, preempt=preempt, kill=kill, wake_at_s=wake)
         jobs = view.jobs
-        closed = np.concatenate([preempt, kill,
-                                 np.flatnonzero(np.asarray(running.opportunistic))])
-        tasks = RunningTasks(running, originals, view.now, self.phases_, closed,
+        tasks = RunningTasks(running, originals, view.now, self.phases_,
+                             np.concatenate([preempt, kill]),
                              0 if jobs is None else int(np.shape(jobs.arrived)[0]), copy_pos)
         spec_run, spec_node, wake = self._speculate(view, d, tasks)
         wake_at = wake if d.wake_at_s is None else min(float(d.wake_at_s), wake)

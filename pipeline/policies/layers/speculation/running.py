@@ -28,9 +28,7 @@ class RunningTasks:
         self.copy_index = np.zeros(0, dtype=np.int64) if copy_index is None else copy_index
         self.now = now
         self.phases = phases
-        # positions in view.running no copy is made of: stopped now by the inner policy, or
-        # opportunistic (a NodeManager may kill or pause one at any time)
-        self.stopping = stopping
+        self.stopping = stopping  # positions in view.running the inner policy stops now
         self.n_jobs_known = n_jobs_known
 
     def __len__(self) -> int:
@@ -77,14 +75,17 @@ class RunningTasks:
     def open(self) -> np.ndarray:
         """Tasks a copy may be launched for at all: no copy running, not being stopped by
         the inner policy in this call, not opportunistic, not done."""
-        ok = ~self.has_copy & (self.ps < 1.0)
+        # (an opportunistic container may be killed or paused by its NodeManager at any
+        # time: no copy is made of one; read here, only when a rule looks)
+        ok = ~self.has_copy & (self.ps < 1.0) & ~self._col("opportunistic").astype(bool)
         if len(self.stopping):
             ok &= ~np.isin(self.index, self.stopping)
         return ok
 
     def open_at(self, pos: np.ndarray, ps: np.ndarray) -> np.ndarray:
         """:attr:`open` for the originals at ``pos`` only, given their PS."""
-        ok = ~self.has_copy[pos] & (ps < 1.0)
+        ok = ~self.has_copy[pos] & (ps < 1.0) & ~np.asarray(
+            self.view.opportunistic)[self.index[pos]].astype(bool)
         if len(self.stopping):
             ok &= ~np.isin(self.index[pos], self.stopping)
         return ok
