@@ -27,20 +27,21 @@ import numpy as np
 from pipeline.sim import kernels
 from pipeline.sim.cluster import FixedCluster
 from pipeline.sim.columns import Finished
-from pipeline.sim.contention import Contended, SpeedChanges
+from pipeline.sim.contention import SpeedChanges, work_done
 from pipeline.sim.deps import Dependencies
 from pipeline.sim.gangs import Gangs
 from pipeline.sim.gpus import GpuDevices
 from pipeline.sim.heap import heap_top
 from pipeline.sim.heartbeat import Heartbeats
 from pipeline.sim.interface import ClusterInfo, NodeView, Policy, PolicyError, readonly
+from pipeline.sim.jobstats import JobStats
 from pipeline.sim.models import GpuModels
 from pipeline.sim.needs import Needs
 from pipeline.sim.nodemanager import NodeManagers
 from pipeline.sim.ops import Operations
 from pipeline.sim.pending import PendingQueue
 from pipeline.sim.source import Arrivals, TaskBatch
-from pipeline.sim.speculation import JobStats, Speculating
+from pipeline.sim.speculation import Speculating
 from pipeline.sim.tasks import (
     BLOCKED,
     CENSORED,
@@ -117,7 +118,7 @@ class SimSummary:
     gpu_model_held: int = 0
 
 
-class Simulation(Operations, Speculating, Contended):
+class Simulation(Operations, Speculating):
     """One replay of a task stream on a cluster through a policy."""
 
     def __init__(self, cluster: Cluster, policy: Policy, batches: Iterable[TaskBatch],
@@ -200,6 +201,14 @@ class Simulation(Operations, Speculating, Contended):
         self.speed_changes = speed_changes  # machines' speeds over time (transient contention)
         if speed_changes is not None:
             self.tasks.enable_extras()
+
+    def _next_speed_change(self) -> float:
+        return np.inf if self.speed_changes is None else self.speed_changes.next_time()
+
+    def work_done(self, at: float, slots: np.ndarray) -> np.ndarray:
+        """Work (s at speed 1.0) running ``slots`` have done at ``at`` on machines whose
+        speed changed (:func:`pipeline.sim.contention.work_done`)."""
+        return work_done(self.tasks, self.cluster.nodes.speed, at, slots)
 
     def _provide(self, needs: object) -> None:
         """Set up what the policy's ``setup`` asked for (:class:`~pipeline.sim.needs.Needs`)."""
@@ -292,7 +301,7 @@ class Simulation(Operations, Speculating, Contended):
             heap_top(h.time, h.seq, h.slot, h.epoch, t.counters, t.epoch),
             self.cluster.next_event(),
             self.cluster.next_check(self.now, self.queue.enter),
-            self.next_speed_change(),
+            self._next_speed_change(),
         ]
         if self.nm is not None:
             times.append(self.nm.next_check(self.now))
@@ -311,10 +320,11 @@ class Simulation(Operations, Speculating, Contended):
         self.events += self.usage.advance(self.tasks, at, n.used, n.speed)
         while True:
             tn = self.cluster.next_event()
-            ts = self.next_speed_change()
+            ts = self._next_speed_change()
             if ts <= at and ts < tn:  # a machine's speed changes: re-time its runs
                 self._complete(ts)
-                self.change_speeds(ts)
+                assert self.speed_changes is not None
+                self.speed_changes.apply(self, ts)
                 continue
             self._complete(min(at, tn))
             if tn > at:

@@ -87,10 +87,9 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-from pipeline.sim.contention import run_share
 from pipeline.sim.gather import gather
 from pipeline.sim.needs import Needs
-from pipeline.sim.tasks import OPPORTUNISTIC
+from pipeline.sim.tasks import OPPORTUNISTIC, run_share
 
 EMPTY = np.zeros(0, dtype=np.int64)
 EMPTY.flags.writeable = False

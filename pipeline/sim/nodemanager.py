@@ -76,7 +76,7 @@ from pipeline.sim.tasks import (
 )
 
 if TYPE_CHECKING:
-    from pipeline.sim.core import Simulation
+    from pipeline.sim.context import SimContext
 
 
 class NodeManagers:
@@ -97,14 +97,14 @@ class NodeManagers:
                        "killed_overalloc": 0, "paused_guaranteed": 0, "paused_overalloc": 0,
                        "checks": 0}
 
-    def sync(self, sim: Simulation, nd: int) -> None:
+    def sync(self, sim: SimContext, nd: int) -> None:
         """Node ``nd``'s queue length and oldest queue time as the RM sees them."""
         n, q = sim.cluster.nodes, self.queue[nd]
         n.oppq[nd] = len(q)
         n.oppq_since[nd] = sim.tasks.nmq_since[q[0]] if q else np.nan
 
     # -- the RM sends containers --------------------------------------------------------
-    def dispatch(self, sim: Simulation, at: float, slots: np.ndarray, nodes: np.ndarray
+    def dispatch(self, sim: SimContext, at: float, slots: np.ndarray, nodes: np.ndarray
                  ) -> list[int]:
         """Containers ``slots`` (just taken off the RM's queue) arrive at ``nodes``; return
         the rejected ones (the caller sends them back to the RM)."""
@@ -128,7 +128,7 @@ class NodeManagers:
         self.counts["rejected"] += len(rejected)
         return rejected
 
-    def _start(self, sim: Simulation, at: float, slots: np.ndarray, nodes: np.ndarray
+    def _start(self, sim: SimContext, at: float, slots: np.ndarray, nodes: np.ndarray
                ) -> None:
         """Start (or resume) containers ``slots`` on ``nodes`` (in that order)."""
         t, n, h = sim.tasks, sim.cluster.nodes, sim.heap
@@ -145,7 +145,7 @@ class NodeManagers:
         sim.events += len(slots)
         sim.last_s = max(sim.last_s, at)
 
-    def step(self, sim: Simulation, at: float) -> None:
+    def step(self, sim: SimContext, at: float) -> None:
         """At a scheduling point: queued containers start where room was freed since the
         policy's last look, and (over-allocation) the utilization check runs when due."""
         n = sim.cluster.nodes
@@ -154,7 +154,7 @@ class NodeManagers:
             self.start_queued(sim, at, freed.tolist())
         self.check(sim, at)
 
-    def take(self, sim: Simulation, among: np.ndarray | None = None) -> np.ndarray:
+    def take(self, sim: SimContext, among: np.ndarray | None = None) -> np.ndarray:
         """Take containers queued (or paused) off the queues: all, or those flagged in
         ``among`` (a bool array by slot); return their slots."""
         out: list[int] = []
@@ -168,7 +168,7 @@ class NodeManagers:
         return np.asarray(out, dtype=np.int64)
 
     # -- room appears: start queued containers -----------------------------------------
-    def start_queued(self, sim: Simulation, at: float, nodes: list[int],
+    def start_queued(self, sim: SimContext, at: float, nodes: list[int],
                      room: np.ndarray | None = None) -> None:
         """Start queued containers, FIFO, on ``nodes`` while the head fits the unallocated
         room or, at a utilization check, ``room`` (the nodes' headroom below the
@@ -201,7 +201,7 @@ class NodeManagers:
                         np.asarray(where, dtype=np.int64))
 
     # -- guaranteed containers need room ------------------------------------------------
-    def make_room(self, sim: Simulation, at: float, slots: np.ndarray, nodes: np.ndarray
+    def make_room(self, sim: SimContext, at: float, slots: np.ndarray, nodes: np.ndarray
                   ) -> None:
         """After guaranteed placements ``slots`` on ``nodes`` (in placement order): on a node
         whose guaranteed plus opportunistic allocation now passes its capacity, each
@@ -220,7 +220,7 @@ class NodeManagers:
         if victims:
             self._reclaim(sim, at, victims, "guaranteed")
 
-    def _room_for(self, sim: Simulation, nd: int, placed: np.ndarray) -> list[int]:
+    def _room_for(self, sim: SimContext, nd: int, placed: np.ndarray) -> list[int]:
         """The opportunistic containers node ``nd`` stops so that guaranteed ``placed`` (just
         placed on it, in order) can start (:func:`~pipeline.sim.overalloc.guaranteed_victims`
         on the node as it was before them)."""
@@ -232,7 +232,7 @@ class NodeManagers:
         return guaranteed_victims(req, n.cap[nd, :2], unalloc, measured, threshold,
                                   self._live(sim, nd), t.req, EPS)
 
-    def _live(self, sim: Simulation, nd: int) -> list[int]:
+    def _live(self, sim: SimContext, nd: int) -> list[int]:
         """Slots of node ``nd``'s running opportunistic containers, oldest first."""
         t = sim.tasks
         live = [(s, r) for s, r in self.running[nd]
@@ -240,7 +240,7 @@ class NodeManagers:
         self.running[nd] = live
         return [s for s, _ in live]
 
-    def _reclaim(self, sim: Simulation, at: float, victims: dict[int, list[int]],
+    def _reclaim(self, sim: SimContext, at: float, victims: dict[int, list[int]],
                  reason: str) -> None:
         """Kill (or pause) ``victims`` (node -> slots), all in one stop."""
         for nd, picked in victims.items():
@@ -254,7 +254,7 @@ class NodeManagers:
             self.counts[f"killed_{reason}"] += len(arr)
             sim._stop(at, arr, requeue=True, reason="opp_kill")
 
-    def _pause(self, sim: Simulation, at: float, victims: dict[int, list[int]],
+    def _pause(self, sim: SimContext, at: float, victims: dict[int, list[int]],
                slots: np.ndarray) -> None:
         t = sim.tasks
         done = sim.release_runs(at, slots)
@@ -270,7 +270,7 @@ class NodeManagers:
             self.sync(sim, nd)
 
     # -- the RM's queue limit -----------------------------------------------------------
-    def shed(self, sim: Simulation, at: float, limit: int) -> np.ndarray:
+    def shed(self, sim: SimContext, at: float, limit: int) -> np.ndarray:
         """Keep the first ``limit`` queued containers on each node, paused ones aside (they
         are never shed and take no place, ``shedQueuedOpportunisticContainers``); return
         the others' slots (the caller sends them back to the RM)."""
@@ -312,7 +312,7 @@ class NodeManagers:
             return np.inf
         return max(self._grid_after(now), self.next_check_s)
 
-    def check(self, sim: Simulation, at: float) -> None:
+    def check(self, sim: SimContext, at: float) -> None:
         """A utilization check on every node with opportunistic work (over-allocation on),
         on the ``monitor_s`` grid (``ContainersMonitorImpl.checkUtilization``): a node with
         headroom below the utilization threshold in both resources starts queued
@@ -337,7 +337,7 @@ class NodeManagers:
             self.start_queued(sim, at, act[queued].tolist(), room[queued])
         self._settle(sim)
 
-    def _preempt_high(self, sim: Simulation, at: float, nodes: np.ndarray) -> None:
+    def _preempt_high(self, sim: SimContext, at: float, nodes: np.ndarray) -> None:
         """Nodes ``nodes`` (no headroom): stop opportunistic containers where use is above
         a preemption threshold on an over-allocated node (memory at once, CPU once its
         count is passed)."""
@@ -361,7 +361,7 @@ class NodeManagers:
         if victims:
             self._reclaim(sim, at, victims, "overalloc")
 
-    def _settle(self, sim: Simulation) -> None:
+    def _settle(self, sim: SimContext) -> None:
         """Drop nodes with no opportunistic container queued or running from the active
         set (a node runs some while it holds opportunistic allocation)."""
         n = sim.cluster.nodes

@@ -35,7 +35,7 @@ from pipeline.sim.tasks import (
 )
 
 if TYPE_CHECKING:
-    from pipeline.sim.core import Simulation
+    from pipeline.sim.context import SimContext
 
 _REASONS = {
     1: "request index out of range", 2: "node index out of range",
@@ -46,7 +46,7 @@ _REASONS = {
 class Operations:
     """Decision handling, mixed into :class:`pipeline.sim.core.Simulation`."""
 
-    def _schedule(self: Simulation, at: float) -> None:
+    def _schedule(self: SimContext, at: float) -> None:
         """Ask the policy for decisions if something changed while work waits (or at all,
         for a policy that decides when idle), or if it asked to be woken."""
         self._merge_incoming()
@@ -62,7 +62,7 @@ class Operations:
         self.events += 1
         self._apply(at, decisions)
 
-    def view(self: Simulation, at: float) -> SchedView:
+    def view(self: SimContext, at: float) -> SchedView:
         """The read-only view handed to the policy at scheduling point ``at``."""
         nodes = self.cluster.nodes
         if self.gpus is not None:  # devices of tasks that ended since are free again
@@ -78,7 +78,7 @@ class Operations:
                          beats=self._offers(at) if self._heartbeats is not None else None,
                          jobs=self.job_stats.view() if self.job_stats is not None else None)
 
-    def _offers(self: Simulation, at: float) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+    def _offers(self: SimContext, at: float) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
         """Up nodes' heartbeats since the previous call (``self._hb_from``) up to ``at``, at
         most one interval's: a node's earlier reports in a longer gap offered the room it
         offers now to the same waiting work (the policy asks to be woken every interval
@@ -100,17 +100,17 @@ class Operations:
 
         return offers
 
-    def pending_view(self: Simulation, at: float) -> PendingView:
+    def pending_view(self: SimContext, at: float) -> PendingView:
         return PendingView(at, readonly(self.queue.slots), self.tasks,
                            req=readonly(self.queue.req), job=readonly(self.queue.job))
 
-    def running_view(self: Simulation, at: float) -> RunningView:
+    def running_view(self: SimContext, at: float) -> RunningView:
         """The running containers (slot order), for policies that preempt or speculate."""
         slots = self.tasks.in_state(RUNNING)
         self._running_slots = slots
         return RunningView(at, slots, self.tasks, self.cluster.nodes.speed)
 
-    def _apply(self: Simulation, at: float, d: Decisions) -> None:
+    def _apply(self: SimContext, at: float, d: Decisions) -> None:
         """Check and apply one call's decisions: stops first, then guaranteed placements in
         order (a node whose allocation then passes its capacity reclaims opportunistic
         containers), then speculative copies (:mod:`pipeline.sim.speculation`), then
@@ -150,7 +150,7 @@ class Operations:
             shed = self.nm.shed(self, at, int(d.opp_queue_limit))
             self._back_to_rm(at, shed)
 
-    def gpu_checked(self: Simulation, req: np.ndarray, node: np.ndarray, slots: np.ndarray
+    def gpu_checked(self: SimContext, req: np.ndarray, node: np.ndarray, slots: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, int, int]]]:
         """The placements ``(req, node)`` (``req``: indices into the task ``slots``) whose
         node has a GPU model the task allows (:mod:`pipeline.sim.models`) and devices that
@@ -163,7 +163,7 @@ class Operations:
             return self.gpus.bind(req, node, slots, self.tasks, dirty)
         return req, node, []
 
-    def _pairs(self: Simulation, idx: np.ndarray, node: np.ndarray,
+    def _pairs(self: SimContext, idx: np.ndarray, node: np.ndarray,
                what: str) -> tuple[np.ndarray, np.ndarray]:
         idx = np.ascontiguousarray(idx, dtype=np.int64)
         node = np.ascontiguousarray(node, dtype=np.int64)
@@ -172,7 +172,7 @@ class Operations:
                               f"in length ({len(idx)} vs {len(node)})")
         return idx, node
 
-    def _opp_slots(self: Simulation, at: float, req: np.ndarray, node: np.ndarray
+    def _opp_slots(self: SimContext, at: float, req: np.ndarray, node: np.ndarray
                    ) -> np.ndarray:
         """Check opportunistic decisions (before the queue changes); return their slots."""
         pend, n = self.queue.slots, self.cluster.nodes
@@ -196,7 +196,7 @@ class Operations:
                               "(GPUs are not over-subscribed)")
         return slots
 
-    def _dispatch(self: Simulation, at: float, slots: np.ndarray, node: np.ndarray) -> None:
+    def _dispatch(self: SimContext, at: float, slots: np.ndarray, node: np.ndarray) -> None:
         """Send opportunistic containers (taken off the RM's queue) to their nodes'
         NodeManagers; the ones a NodeManager rejects go back to the RM."""
         assert self.nm is not None
@@ -205,7 +205,7 @@ class Operations:
         self.placements += len(slots) - len(rejected)
         self._back_to_rm(at, np.asarray(rejected, dtype=np.int64))
 
-    def _back_to_rm(self: Simulation, at: float, slots: np.ndarray) -> None:
+    def _back_to_rm(self: SimContext, at: float, slots: np.ndarray) -> None:
         """Opportunistic containers the NM would not keep go back to the RM's queue; a
         paused one loses the work it had done."""
         if len(slots) == 0:
@@ -222,21 +222,21 @@ class Operations:
         self._incoming.append((np.full(len(slots), at), slots))
         self._ask_again(at)
 
-    def _ask_again(self: Simulation, at: float) -> None:
+    def _ask_again(self: SimContext, at: float) -> None:
         """Containers a NodeManager gave back are asked for again: the RM sees them at its
         next scheduling point (the next heartbeat), not only at the next event."""
         self.needs_decision = True
         step = self.options.sched_interval_s
         self.wake_at = min(self.wake_at, at + (step if step > 0 else 1e-3))
 
-    def _bound_kept(self: Simulation, bound: list[tuple[int, int, int, int]],
+    def _bound_kept(self: SimContext, bound: list[tuple[int, int, int, int]],
                     req: np.ndarray) -> list[tuple[int, int, int, int]]:
         """The device bindings of placements a gang check kept; the others given back."""
         kept = set(self.queue.slots[req[(req >= 0) & (req < len(self.queue))]].tolist())
         self.gpus.undo([b for b in bound if b[0] not in kept])
         return [b for b in bound if b[0] in kept]
 
-    def _place(self: Simulation, at: float, req: np.ndarray, node: np.ndarray) -> None:
+    def _place(self: SimContext, at: float, req: np.ndarray, node: np.ndarray) -> None:
         t, h, n = self.tasks, self.heap, self.cluster.nodes
         slots = self.queue.slots[req[(req >= 0) & (req < len(self.queue))]]
         if len(slots) == len(req):  # (a bad index is reported by the kernel below)
@@ -261,7 +261,7 @@ class Operations:
         if self.nm is not None:
             self.nm.make_room(self, at, slots, node)
 
-    def _stops(self: Simulation, at: float, preempt: np.ndarray, kill: np.ndarray) -> None:
+    def _stops(self: SimContext, at: float, preempt: np.ndarray, kill: np.ndarray) -> None:
         slots = self._running_slots
         every = np.concatenate([preempt, kill])
         if slots is None or np.any((every < 0) | (every >= len(slots))):
@@ -272,7 +272,7 @@ class Operations:
         self._stop(at, slots[preempt], requeue=True)
         self._stop(at, slots[kill], requeue=False)
 
-    def release_runs(self: Simulation, at: float, slots: np.ndarray) -> np.ndarray:
+    def release_runs(self: SimContext, at: float, slots: np.ndarray) -> np.ndarray:
         """The runs of running ``slots`` end at ``at``: their node gets its resources back
         (guaranteed or opportunistic allocation), their usage integral is settled, their
         completion goes stale.  Returns each one's work done (s at speed 1.0)."""
@@ -280,7 +280,7 @@ class Operations:
         self.free_runs(slots, np.full(len(slots), at))
         return done
 
-    def free_runs(self: Simulation, slots: np.ndarray, at: np.ndarray) -> None:
+    def free_runs(self: SimContext, slots: np.ndarray, at: np.ndarray) -> None:
         """The node side of runs ``slots`` ending at times ``at``: allocation (guaranteed or
         opportunistic), usage and container counts given back, a node left empty idle from
         its last run's end, the runs' heap entries stale."""
@@ -305,7 +305,7 @@ class Operations:
         self.events += len(slots)
         self.needs_decision = True
 
-    def _stop(self: Simulation, at: float, slots: np.ndarray, requeue: bool,
+    def _stop(self: SimContext, at: float, slots: np.ndarray, requeue: bool,
               evicted: bool = False, outcome: int = KILLED, reason: str = "") -> None:
         """Stop running ``slots`` at ``at``: free their node, then re-queue or record them.
 
@@ -350,7 +350,7 @@ class Operations:
             self.deps.fail(self.deps.slot_id[s], s)
         t.release(slots)
 
-    def remaining_work(self: Simulation, at: float, slots: np.ndarray) -> np.ndarray:
+    def remaining_work(self: SimContext, at: float, slots: np.ndarray) -> np.ndarray:
         """Work ``slots`` still had to do at ``at`` (s on a speed-1.0 machine; all of it if
         not running)."""
         t = self.tasks
@@ -366,7 +366,7 @@ class Operations:
         before = t.work0[slots] if t.extras_on else 0.0  # paused runs' work
         return np.maximum(t.duration[slots] - before - np.nan_to_num(done), 0.0)
 
-    def _evict_node(self: Simulation, at: float, node: int) -> None:
+    def _evict_node(self: SimContext, at: float, node: int) -> None:
         """A node goes down: its running tasks lose their work and go back to the queue,
         and so do the opportunistic containers queued at it."""
         t = self.tasks

@@ -33,7 +33,7 @@ import numpy as np
 from pipeline.sim import kernels
 from pipeline.sim.cluster import UP
 from pipeline.sim.heap import heap_push
-from pipeline.sim.interface import PolicyError, readonly
+from pipeline.sim.interface import PolicyError
 from pipeline.sim.tasks import (
     CENSORED,
     FINISHED,
@@ -51,70 +51,23 @@ from pipeline.sim.tasks import (
     S_WON,
     SPEC,
     X_MEASURED,
+    is_copy,
 )
 
 if TYPE_CHECKING:
-    from pipeline.sim.core import Simulation
-
-N_KINDS = 3
-
-
-class JobStats:
-    """Per job and task kind: tasks admitted, finished, and the finished ones' run times
-    (sum and sum of squares), for speculation rules that compare a task with its job's."""
-
-    def __init__(self) -> None:
-        self.n = 0
-        self.arrived = np.zeros((0, N_KINDS), dtype=np.int64)
-        self.finished = np.zeros((0, N_KINDS), dtype=np.int64)
-        self.run_s_sum = np.zeros((0, N_KINDS))
-        self.run_s_sq = np.zeros((0, N_KINDS))
-
-    def _grow(self, jobs: np.ndarray) -> None:
-        need = int(jobs.max()) + 1 if len(jobs) else 0
-        if need <= len(self.arrived):
-            self.n = max(self.n, need)
-            return
-        size = max(need, 2 * len(self.arrived), 1024)
-        for name in ("arrived", "finished", "run_s_sum", "run_s_sq"):
-            old = getattr(self, name)
-            new = np.zeros((size, N_KINDS), dtype=old.dtype)
-            new[: len(old)] = old
-            setattr(self, name, new)
-        self.n = need
-
-    def arrive(self, job: np.ndarray, kind: np.ndarray) -> None:
-        self._grow(job)
-        np.add.at(self.arrived, (job, kind), 1)
-
-    def finish(self, job: np.ndarray, kind: np.ndarray, run_s: np.ndarray) -> None:
-        self._grow(job)
-        np.add.at(self.finished, (job, kind), 1)
-        np.add.at(self.run_s_sum, (job, kind), run_s)
-        np.add.at(self.run_s_sq, (job, kind), run_s * run_s)
-
-    def view(self) -> JobStats:
-        """Read-only views of the live arrays, cut to the jobs known so far (valid during
-        the policy call they are handed to)."""
-        v = object.__new__(JobStats)
-        v.n = self.n
-        for name in ("arrived", "finished", "run_s_sum", "run_s_sq"):
-            setattr(v, name, readonly(getattr(self, name)[: self.n]))
-        return v
+    from pipeline.sim.context import SimContext
 
 
 class Speculating:
-    """Speculative-copy handling, mixed into :class:`pipeline.sim.core.Simulation`."""
+    """Speculative-copy handling, mixed into :class:`pipeline.sim.core.Simulation` (typed
+    against :class:`pipeline.sim.context.SimContext`, the core's declared shape)."""
 
-    def is_copy(self: Simulation, slots: np.ndarray) -> np.ndarray:
+    def is_copy(self: SimContext, slots: np.ndarray) -> np.ndarray:
         """Whether each of ``slots`` is a speculative copy (only copies have ``spec_end``)."""
-        t = self.tasks
-        if not t.extras_on:
-            return np.zeros(len(slots), dtype=np.bool_)
-        return ~np.isnan(t.spec_end[slots])
+        return is_copy(self.tasks, slots)
 
     # -- launching ------------------------------------------------------------------------
-    def launch_copies(self: Simulation, at: float, run_idx: np.ndarray, node: np.ndarray) -> None:
+    def launch_copies(self: SimContext, at: float, run_idx: np.ndarray, node: np.ndarray) -> None:
         """Check and start the copies a policy asked for (``run_idx`` into its running view)."""
         running = self._running_slots
         name = self.policy_name
@@ -165,7 +118,7 @@ class Speculating:
         if self.nm is not None:  # a copy is a guaranteed container: it may need room
             self.nm.make_room(self, at, copies, node)
 
-    def _copy_slots(self: Simulation, orig: np.ndarray) -> np.ndarray:
+    def _copy_slots(self: SimContext, orig: np.ndarray) -> np.ndarray:
         """New slots holding copies of tasks ``orig`` (pending, ready to be placed)."""
         t = self.tasks
         copies = t.alloc(len(orig))
@@ -180,7 +133,7 @@ class Speculating:
         t.state[copies] = PENDING
         return copies
 
-    def _link(self: Simulation, at: float, orig: np.ndarray, copies: np.ndarray,
+    def _link(self: SimContext, at: float, orig: np.ndarray, copies: np.ndarray,
               node: np.ndarray) -> None:
         t, n = self.tasks, self.cluster.nodes
         t.twin[orig] = copies
@@ -194,7 +147,7 @@ class Speculating:
         self.last_s = max(self.last_s, at)
 
     # -- settling -------------------------------------------------------------------------
-    def settle_completions(self: Simulation, slots: np.ndarray, ends: np.ndarray) -> None:
+    def settle_completions(self: SimContext, slots: np.ndarray, ends: np.ndarray) -> None:
         """Attempts ``slots`` (flagged SPEC) finished at ``ends`` (in that order): each task's
         first attempt to finish wins and the other is killed then; the tasks are recorded.
         Vectorized: a replay with many copies settles them in batches, not one by one."""
@@ -236,7 +189,7 @@ class Speculating:
             self._release_children(orig[parent], end[parent])
         t.release(orig[~parent])
 
-    def release_at(self: Simulation, slots: np.ndarray, at: np.ndarray) -> None:
+    def release_at(self: SimContext, slots: np.ndarray, at: np.ndarray) -> None:
         """The runs of ``slots`` end at times ``at``: :meth:`release_runs` with a time per
         run (the usage integral settled one by one, only for tasks with measured usage)."""
         t = self.tasks
@@ -245,7 +198,7 @@ class Speculating:
                 self.usage.stop(t, float(at[i]), slots[i:i + 1], self.cluster.nodes.speed)
         self.free_runs(slots, at)
 
-    def _drop_copies(self: Simulation, at: float, copies: np.ndarray) -> None:
+    def _drop_copies(self: SimContext, at: float, copies: np.ndarray) -> None:
         """Copies ``copies`` stop at ``at`` without winning: their run time is lost."""
         if len(copies) == 0:
             return
@@ -259,7 +212,7 @@ class Speculating:
         t.twin[orig] = -1
         t.release(copies)
 
-    def _hand_over(self: Simulation, at: float, orig: np.ndarray, evicted: bool) -> None:
+    def _hand_over(self: SimContext, at: float, orig: np.ndarray, evicted: bool) -> None:
         """The originals ``orig`` lose their run (preempted or evicted); each one's running
         copy carries the task on from where the copy is, and will give its result."""
         t, h = self.tasks, self.heap
@@ -281,7 +234,7 @@ class Speculating:
         t.epoch[copies] += 1  # the copies' own completions go stale; their room is the task's
         t.release(copies)
 
-    def split_stops(self: Simulation, at: float, slots: np.ndarray, requeue: bool,
+    def split_stops(self: SimContext, at: float, slots: np.ndarray, requeue: bool,
                     evicted: bool) -> np.ndarray:
         """Settle the speculation side of stopping ``slots``; return those the usual stop
         path still handles (originals, whose copies are gone or carry them on)."""
@@ -298,7 +251,7 @@ class Speculating:
         self._drop_copies(at, t.twin[orig[paired]])
         return orig
 
-    def drop_running_copies(self: Simulation, at: float) -> None:
+    def drop_running_copies(self: SimContext, at: float) -> None:
         """At the replay's end: copies still running die (their run time counts as lost)."""
         t = self.tasks
         if t.extras_on:

@@ -326,3 +326,26 @@ class Records:
             self.remaining[i:j] = (remaining if np.isscalar(remaining)
                                    else remaining[lo : lo + len(part)])
             counters[REC_N] = j
+
+
+def run_share(t: TaskTable, slots: np.ndarray, at: float) -> np.ndarray:
+    """Share of each running slot's run done at ``at`` (from its last speed change, if any
+    came after its start, else from its start), by its current end ``run_end``."""
+    start = t.start[slots]
+    end = t.run_end[slots]
+    if t.extras_on:
+        seg = t.seg_t[slots] > start  # (a stale seg_t of an earlier run is never after)
+        s0 = np.where(seg, t.seg_t[slots], start)
+        b0 = np.where(seg, t.seg_share[slots], 0.0)
+    else:
+        s0, b0 = start, 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = b0 + (at - s0) / (end - s0) * (1.0 - b0)
+    return np.where(np.isfinite(end) & (end > s0), np.clip(share, 0.0, 1.0), np.nan)
+
+
+def is_copy(t: TaskTable, slots: np.ndarray) -> np.ndarray:
+    """Whether each of ``slots`` is a speculative copy (only copies have ``spec_end``)."""
+    if not t.extras_on:
+        return np.zeros(len(slots), dtype=np.bool_)
+    return ~np.isnan(t.spec_end[slots])
