@@ -24,171 +24,36 @@ Any other task's usage is its mean throughout, so its integral is mean x run tim
 when the run is written (:mod:`pipeline.replay.output`): the hot path pays nothing for
 it.  Reading input data (``input_mb``) lengthens a run without changing its usage
 profile, which is indexed by work done.
+
+The compiled passes, and the named groups of arrays they read (``UsagePool`` and
+``UsageHeap``, held here, and ``UsageTasks``, the task table's), are in
+:mod:`pipeline.sim.usage_kernels`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from pipeline.sim.heap import heap_pop, heap_push
-from pipeline.sim.jit import helper
 from pipeline.sim.tasks import (
     FREE,
     HEAP_N,
-    RUNNING,
     TRACKED,
     X_MEASURED,
     X_USED_CPU_S,
     X_USED_MEM_S,
     TaskTable,
 )
-
-
-@njit(cache=True)
-def _build(indptr, seg_s, seg_e, seg_c, seg_m, fill, duration, out_bp, out_c, out_m, out_cc,
-           out_cm, base, lo, hi):
-    """Profiles of tasks ``i`` with segments ``indptr[i]:indptr[i+1]`` into ``out_*`` from
-    ``base``; ``lo``/``hi`` get each task's piece range (-1 without segments)."""
-    k = base
-    for i in range(len(indptr) - 1):
-        a, z = indptr[i], indptr[i + 1]
-        if a == z:
-            lo[i] = -1
-            hi[i] = -1
-            continue
-        lo[i] = k
-        p = 0.0
-        acc_c = 0.0
-        acc_m = 0.0
-        dur = duration[i]
-        for j in range(a, z + 1):
-            if j < z:
-                s = max(seg_s[j], p)
-                e = min(seg_e[j], dur)
-                if e <= s:
-                    continue  # overlapped by an earlier segment, or past the task's end
-            else:
-                s = dur  # the tail after the last segment
-                e = dur
-            if s > p:  # a gap: the task's mean (its request where unmeasured)
-                out_bp[k] = p
-                out_c[k] = fill[i, 0]
-                out_m[k] = fill[i, 1]
-                out_cc[k] = acc_c
-                out_cm[k] = acc_m
-                acc_c += (s - p) * fill[i, 0]
-                acc_m += (s - p) * fill[i, 1]
-                k += 1
-                p = s
-            if j < z:
-                out_bp[k] = s
-                out_c[k] = seg_c[j]
-                out_m[k] = seg_m[j]
-                out_cc[k] = acc_c
-                out_cm[k] = acc_m
-                acc_c += (e - s) * seg_c[j]
-                acc_m += (e - s) * seg_m[j]
-                k += 1
-                p = e
-        hi[i] = k
-    return k
-
-
-@helper
-def _piece(lo, hi, bp, p):
-    """Index of the piece of ``[lo, hi)`` in force at work ``p``."""
-    a, z = lo, hi - 1
-    while a < z:  # last breakpoint <= p
-        mid = (a + z + 1) >> 1
-        if bp[mid] <= p:
-            a = mid
-        else:
-            z = mid - 1
-    return a
-
-
-@helper
-def work_integral(s, p, t_lo, t_hi, t_used, t_req, bp, vc, vm, cc, cm):
-    """Usage x work of task ``s`` from work 0 to ``p`` (cpu, mem); a task without a profile
-    uses its ``used`` (its mean) throughout."""
-    lo = t_lo[s]
-    if lo < 0:
-        c = t_used[s, 0]
-        m = t_used[s, 1]
-        return (p * (t_req[s, 0] if np.isnan(c) else c),
-                p * (t_req[s, 1] if np.isnan(m) else m))
-    i = _piece(lo, t_hi[s], bp, p)
-    d = p - bp[i]
-    return cc[i] + d * vc[i], cm[i] + d * vm[i]
-
-
-@njit(cache=True)
-def start_runs(at, slots, nodes, t_lo, t_hi, t_cur, t_used, t_req, t_work0, t_duration,
-               t_run_seq, t_extra, n_speed, bp, vc, vm, cc, cm, ht, hs, hslot, hrun, ucount):
-    """Runs of profiled ``slots`` start on ``nodes`` at ``at``: set the usage in force, push
-    the first usage change, add the run's whole usage integral.  Called before the node's
-    ``used`` is increased by the task's ``used``."""
-    for j in range(len(slots)):
-        s = slots[j]
-        speed = n_speed[nodes[j]]
-        w0 = t_work0[s]
-        lo = t_lo[s]
-        i = _piece(lo, t_hi[s], bp, w0)
-        t_cur[s] = i
-        t_used[s, 0] = vc[i]
-        t_used[s, 1] = vm[i]
-        if i + 1 < t_hi[s]:
-            heap_push(ht, hs, hslot, hrun, ucount, at + (bp[i + 1] - w0) / speed, s,
-                      t_run_seq[s])
-        dur = t_duration[s]
-        c1, m1 = work_integral(s, dur, t_lo, t_hi, t_used, t_req, bp, vc, vm, cc, cm)
-        c0, m0 = work_integral(s, w0, t_lo, t_hi, t_used, t_req, bp, vc, vm, cc, cm)
-        t_extra[s, X_USED_CPU_S] += (c1 - c0) / speed
-        t_extra[s, X_USED_MEM_S] += (m1 - m0) / speed
-
-
-@njit(cache=True)
-def stop_runs(at, slots, t_node, t_start, t_lo, t_hi, t_used, t_req, t_work0, t_duration,
-              t_extra, n_speed, bp, vc, vm, cc, cm, done):
-    """Runs of ``slots`` stop at ``at``: take back the usage integral of the work they did
-    not do; ``done`` gets each one's work done (s at speed 1.0, all its runs)."""
-    for j in range(len(slots)):
-        s = slots[j]
-        speed = n_speed[t_node[s]]
-        dur = t_duration[s]
-        p = min(dur, t_work0[s] + max(at - t_start[s], 0.0) * speed)
-        done[j] = p
-        if t_extra[s, X_MEASURED] > 0:
-            c1, m1 = work_integral(s, dur, t_lo, t_hi, t_used, t_req, bp, vc, vm, cc, cm)
-            c0, m0 = work_integral(s, p, t_lo, t_hi, t_used, t_req, bp, vc, vm, cc, cm)
-            t_extra[s, X_USED_CPU_S] -= (c1 - c0) / speed
-            t_extra[s, X_USED_MEM_S] -= (m1 - m0) / speed
-
-
-@njit(cache=True)
-def usage_until(limit, ht, hs, hslot, hrun, ucount, t_state, t_run_seq, t_node, t_used,
-                t_cur, t_hi, t_start, t_work0, bp, vc, vm, n_used, n_speed):
-    """Apply every usage change due at or before ``limit`` (stale ones are dropped)."""
-    applied = 0
-    while ucount[HEAP_N] > 0 and ht[0] <= limit:
-        s = hslot[0]
-        rs = hrun[0]
-        heap_pop(ht, hs, hslot, hrun, ucount)
-        if t_state[s] != RUNNING or t_run_seq[s] != rs:
-            continue
-        i = t_cur[s] + 1
-        nd = t_node[s]
-        n_used[nd, 0] += vc[i] - t_used[s, 0]
-        n_used[nd, 1] += vm[i] - t_used[s, 1]
-        t_used[s, 0] = vc[i]
-        t_used[s, 1] = vm[i]
-        t_cur[s] = i
-        applied += 1
-        if i + 1 < t_hi[s]:
-            heap_push(ht, hs, hslot, hrun, ucount,
-                      t_start[s] + (bp[i + 1] - t_work0[s]) / n_speed[nd], s, rs)
-    return applied
+from pipeline.sim.usage_kernels import (
+    Segments,
+    UsagePool,
+    build,
+    read_heap,
+    read_pool,
+    read_tasks,
+    start_runs,
+    stop_runs,
+    usage_until,
+)
 
 
 class Usage:
@@ -231,17 +96,17 @@ class Usage:
         t.work0[slots] = 0.0
         if segments is None:
             return
-        indptr, start, end, cpu, mem = segments
+        seg = Segments(*segments)
         mean = t.used[slots]
         fill = np.where(np.isfinite(mean), mean, t.req[slots, :2])
-        room = 2 * len(start) + len(slots) + 1
+        room = 2 * len(seg.start) + len(slots) + 1
         if self.n + room > len(self.bp):
             self.compact(t)
-        self._grow(("bp", "vc", "vm", "cc", "cm"), self.n + room)
+        self._grow(UsagePool._fields, self.n + room)
         lo = np.empty(len(slots), dtype=np.int64)
         hi = np.empty(len(slots), dtype=np.int64)
-        self.n = int(_build(indptr, start, end, cpu, mem, fill, t.duration[slots],
-                            self.bp, self.vc, self.vm, self.cc, self.cm, self.n, lo, hi))
+        self.n = int(build(tuple(seg), fill, t.duration[slots], read_pool(self), self.n,
+                           lo, hi))
         t.useg_lo[slots] = lo
         t.useg_hi[slots] = hi
         profiled = slots[lo >= 0]
@@ -260,7 +125,7 @@ class Usage:
         new_lo = np.cumsum(counts) - counts
         total = int(counts.sum())
         take = np.repeat(lo - new_lo, counts) + np.arange(total)
-        for name in ("bp", "vc", "vm", "cc", "cm"):
+        for name in UsagePool._fields:
             arr = getattr(self, name)
             arr[:total] = arr[take]  # (gathered into a copy first, then written)
         shift = new_lo - lo
@@ -297,10 +162,8 @@ class Usage:
         prof = t.useg_lo[slots] >= 0 if self.active else np.zeros(k, dtype=np.bool_)
         if prof.any():
             self._grow(("time", "seq", "slot", "run"), int(self.counters[HEAP_N]) + k)
-            start_runs(at, slots[prof], nodes[prof], t.useg_lo, t.useg_hi, t.useg_cur, t.used,
-                       t.req, t.work0, t.duration, t.run_seq, t.extra, speed, self.bp,
-                       self.vc, self.vm, self.cc, self.cm, self.time, self.seq, self.slot,
-                       self.run, self.counters)
+            start_runs(at, slots[prof], nodes[prof], speed, read_tasks(t), read_pool(self),
+                       read_heap(self))
             slots, nodes = slots[~prof], nodes[~prof]
         flat = (t.flags[slots] & TRACKED) != 0  # tracked, mean usage throughout the run
         if not flat.any():
@@ -319,15 +182,12 @@ class Usage:
                               * speed[np.maximum(t.node[slots], 0)])
         done = np.zeros(len(slots))
         if len(slots):
-            stop_runs(at, slots, t.node, t.start, t.useg_lo, t.useg_hi, t.used, t.req,
-                      t.work0, t.duration, t.extra, speed, self.bp, self.vc, self.vm,
-                      self.cc, self.cm, done)
+            stop_runs(at, slots, speed, read_tasks(t), read_pool(self), done)
         return done
 
     def advance(self, t: TaskTable, limit: float, used: np.ndarray, speed: np.ndarray) -> int:
         """Apply usage changes due by ``limit``; return how many were applied."""
-        if not self.active or self.counters[HEAP_N] == 0:
-            return 0
-        return int(usage_until(limit, self.time, self.seq, self.slot, self.run, self.counters,
-                               t.state, t.run_seq, t.node, t.used, t.useg_cur, t.useg_hi,
-                               t.start, t.work0, self.bp, self.vc, self.vm, used, speed))
+        if not self.active or self.counters[HEAP_N] == 0 or self.time[0] > limit:
+            return 0  # nothing due (the heap's top is its earliest change)
+        return int(usage_until(limit, read_heap(self), read_tasks(t), read_pool(self), used,
+                               speed))

@@ -24,9 +24,15 @@ Mapping to canonical tasks (one per *incarnation*):
 - Where and when the recorded attempt ran (``recorded_machine_id``, ``recorded_start_s``): the
   machine and time of the SCHEDULE that started it (time 0 and the machine its time-0 SUBMIT
   names, for a task running when the window opened), for the ``recorded`` reference replay.
+
+The compiled fold takes three named groups of arrays and reads them by field:
+:class:`FoldState` (the slots kept between parts), :class:`Events` (one part's rows) and
+:class:`Emitted` (the records of tasks whose history closed).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -61,6 +67,53 @@ N_STARTED_BEFORE, N_CENSORED, N_SCHED_NO_SUBMIT, N_DUP_SCHED, N_TERM_PENDING, \
 
 MAX_TASK_INDEX = 1 << 22
 NEVER = -1.0
+
+
+class FoldState(NamedTuple):
+    """What the compiled fold reads and keeps between events: a :class:`TaskState`'s arrays.
+
+    - ``keys``, ``values``, ``count``: the IntMap from a task's key (:func:`_key` of its job
+      and index) to its slot (:mod:`pipeline.ingest.inthash`);
+    - ``free``: the free slots (a stack, its top ``n_free[0]`` entries);
+    - ``f``: (slots, len(FLOAT_FIELDS)) float fields of each slot (s, or requests; columns
+      ``_SUBMIT`` ... ``_LAST_START``); ``i``: (slots, len(INT_FIELDS)) int fields
+      (``_PRIO`` ... ``_LAST_MACHINE``);
+    - ``notes``: (len(TASK_NOTES),) repairs and drops counted per task.
+    """
+
+    keys: np.ndarray
+    values: np.ndarray
+    count: np.ndarray
+    free: np.ndarray
+    n_free: np.ndarray
+    f: np.ndarray
+    i: np.ndarray
+    notes: np.ndarray
+
+
+class Events(NamedTuple):
+    """One part's ``task_events`` rows in time order, as arrays (absent ints -1, floats NaN):
+    ``time`` (s), ``job_id``, ``task_index``, ``machine_id``, ``event_type`` (``SUBMIT``
+    ... ``UPDATE_RUNNING``), ``priority``, ``sched_class``, ``cpu`` and ``mem`` requests."""
+
+    time: np.ndarray
+    job_id: np.ndarray
+    task_index: np.ndarray
+    machine_id: np.ndarray
+    event_type: np.ndarray
+    priority: np.ndarray
+    sched_class: np.ndarray
+    cpu: np.ndarray
+    mem: np.ndarray
+
+
+class Emitted(NamedTuple):
+    """Emitted task records, one column each (see :func:`_records`): ``f`` (N_OUT_F, n)
+    submit, duration, cpu, mem, lost run time, recorded start; ``i`` (N_OUT_I, n) job,
+    index, priority, class, end code | attempts << 8, recorded machine."""
+
+    f: np.ndarray
+    i: np.ndarray
 
 
 class TaskState:
@@ -103,33 +156,31 @@ class TaskState:
         self.f, self.i, self.free = f, i, free
         self.n_free[0] = n_free + new - old
 
+    def fold_state(self) -> FoldState:
+        """The arrays the compiled fold takes (read after :meth:`reserve`, which may grow them)."""
+        m = self.slots
+        return FoldState(m.keys, m.values, m.count, self.free, self.n_free, self.f, self.i,
+                         self.notes)
+
 
 def fold_part(state: TaskState, events: dict[str, np.ndarray]) -> tuple[np.ndarray, dict]:
     """Apply one part's events (in time order); return per-row reason codes and emitted tasks."""
     n = len(events["time"])
     state.reserve(n)
-    out_f = np.empty((N_OUT_F, n))
-    out_i = np.empty((N_OUT_I, n), dtype=np.int64)
+    out = Emitted(np.empty((N_OUT_F, n)), np.empty((N_OUT_I, n), dtype=np.int64))
     reasons = np.zeros(n, dtype=np.int64)
-    m = state.slots
-    emitted = _fold(
-        m.keys, m.values, m.count, state.free, state.n_free, state.f, state.i, state.notes,
-        events["time"], events["job_id"], events["task_index"], events["machine_id"],
-        events["event_type"], events["priority"], events["sched_class"], events["cpu"],
-        events["mem"], reasons, out_f, out_i,
-    )
-    return reasons, _records(out_f[:, :emitted], out_i[:, :emitted])
+    rows = Events(*(events[name] for name in Events._fields))
+    emitted = _fold(state.fold_state(), rows, reasons, out)
+    return reasons, _records(out.f[:, :emitted], out.i[:, :emitted])
 
 
 def flush(state: TaskState, window_end: float) -> dict:
     """Close every task still in flight at the window end; return the emitted tasks."""
     n = len(state.slots)
-    out_f = np.empty((N_OUT_F, n))
-    out_i = np.empty((N_OUT_I, n), dtype=np.int64)
-    emitted = _flush(state.slots.keys, state.slots.values, state.f, state.i, state.notes,
-                     window_end, out_f, out_i)
+    out = Emitted(np.empty((N_OUT_F, n)), np.empty((N_OUT_I, n), dtype=np.int64))
+    emitted = _flush(state.fold_state(), window_end, out)
     state.slots = IntMap()
-    return _records(out_f[:, :emitted], out_i[:, :emitted])
+    return _records(out.f[:, :emitted], out.i[:, :emitted])
 
 
 def _records(out_f: np.ndarray, out_i: np.ndarray) -> dict[str, np.ndarray]:
@@ -156,10 +207,13 @@ def _key(job: np.int64, index: np.int64) -> np.int64:  # pragma: no cover - comp
 
 
 @numba.njit(cache=True)
-def _open(keys, values, count, free, n_free, f, i, job, index, key, p, t):  # pragma: no cover
-    n_free[0] -= 1
-    s = free[n_free[0]]
-    insert_at(keys, values, count, p, key, s)
+def _open(state, job, index, key, p, t):  # pragma: no cover - compiled
+    """Take a free slot for task ``key`` (submitted at ``t``), inserted at map position
+    ``p``; return the slot."""
+    f, i = state.f, state.i
+    state.n_free[0] -= 1
+    s = state.free[state.n_free[0]]
+    insert_at(state.keys, state.values, state.count, p, key, s)
     f[s, :] = np.nan
     f[s, _SUBMIT] = t
     f[s, _START] = NEVER
@@ -175,14 +229,16 @@ def _open(keys, values, count, free, n_free, f, i, job, index, key, p, t):  # pr
 
 
 @numba.njit(cache=True)
-def _emit(f, i, s, notes, out_f, out_i, k, end_code, run):  # pragma: no cover - compiled
+def _emit(state, s, out, k, end_code, run):  # pragma: no cover - compiled
     """Write slot ``s`` as emitted record ``k`` if it ran; return the new record count."""
+    f, i, notes = state.f, state.i, state.notes
     if end_code < 0 or run <= 0.0:
         notes[N_NEVER if end_code < 0 else N_ZERO] += 1
         return k
     if np.isnan(f[s, _CPU]) or np.isnan(f[s, _MEM]):
         notes[N_NOREQ] += 1
         return k
+    out_f, out_i = out.f, out.i
     out_f[0, k], out_f[1, k] = f[s, _SUBMIT], run
     out_f[2, k], out_f[3, k], out_f[4, k] = f[s, _CPU], f[s, _MEM], f[s, _LOST]
     out_f[5, k] = f[s, _LAST_START]
@@ -194,10 +250,11 @@ def _emit(f, i, s, notes, out_f, out_i, k, end_code, run):  # pragma: no cover -
 
 
 @numba.njit(cache=True)
-def _close(keys, values, count, free, n_free, p, s):  # pragma: no cover - compiled
-    delete_at(keys, values, count, p)
-    free[n_free[0]] = s
-    n_free[0] += 1
+def _close(state, p, s):  # pragma: no cover - compiled
+    """Free slot ``s``, its task's key removed from map position ``p``."""
+    delete_at(state.keys, state.values, state.count, p)
+    state.free[state.n_free[0]] = s
+    state.n_free[0] += 1
 
 
 @numba.njit(cache=True)
@@ -214,73 +271,93 @@ def _end_attempt(f, i, s, t, code):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _fold(keys, values, count, free, n_free, f, i, notes, time, job, index, machine, etype,
-          prio, sclass, cpu, mem, reasons, out_f, out_i):  # pragma: no cover - compiled
+def _fold(state, ev, reasons, out):  # pragma: no cover - compiled
+    """Apply events ``ev`` (:class:`Events`) to ``state`` (:class:`FoldState`) row by row;
+    ``reasons`` gets each row's code (``ROW_REASONS``), ``out`` (:class:`Emitted`) the
+    tasks whose history closed; return how many were emitted."""
     k = 0
-    for r in range(time.size):
-        e, t = etype[r], time[r]
+    for r in range(ev.time.size):
+        e, t = ev.event_type[r], ev.time[r]
         if e < 0 or e > UPDATE_RUNNING:
             reasons[r] = 1
             continue
-        if index[r] < 0 or index[r] >= MAX_TASK_INDEX:
+        if ev.task_index[r] < 0 or ev.task_index[r] >= MAX_TASK_INDEX:
             reasons[r] = 3
             continue
-        key = _key(job[r], index[r])
-        p = find(keys, key)
+        key = _key(ev.job_id[r], ev.task_index[r])
+        p = find(state.keys, key)
         if p >= 0:
-            s = values[p]
+            s = state.values[p]
+        elif e == SUBMIT or e == SCHEDULE or e == UPDATE_PENDING:
+            p = -1 - p
+            s = _open(state, ev.job_id[r], ev.task_index[r], key, p, t)
+            if e == SCHEDULE:
+                state.notes[N_SCHED_NO_SUBMIT] += 1
         else:
-            if e == SUBMIT or e == SCHEDULE or e == UPDATE_PENDING:
-                p = -1 - p
-                s = _open(keys, values, count, free, n_free, f, i, job[r], index[r], key, p, t)
-                if e == SCHEDULE:
-                    notes[N_SCHED_NO_SUBMIT] += 1
-            else:
-                reasons[r] = 2
-                continue
-        if not np.isnan(cpu[r]):
-            f[s, _CPU] = cpu[r]
-        if not np.isnan(mem[r]):
-            f[s, _MEM] = mem[r]
-        i[s, _PRIO] = prio[r]
-        if sclass[r] >= 0:
-            i[s, _CLASS] = sclass[r]
-        running = f[s, _START] >= 0.0
-        if e == SUBMIT:
-            if t == 0.0 and machine[r] >= 0 and not running:
-                f[s, _START] = 0.0
-                i[s, _MACHINE] = machine[r]
-                i[s, _FLAGS] |= _FLAG_BEFORE
-                notes[N_STARTED_BEFORE] += 1
-        elif e == SCHEDULE:
-            if running:
-                if not (i[s, _FLAGS] & _FLAG_BEFORE and f[s, _START] == 0.0 and t == 0.0):
-                    notes[N_DUP_SCHED] += 1
-            else:
-                f[s, _START] = t
-                i[s, _MACHINE] = machine[r]
-        elif e == EVICT or e == FAIL or e == FINISH or e == KILL or e == LOST:
-            code = _END_OF_EVENT[e]
-            if running:
-                _end_attempt(f, i, s, t, code)
-            elif e == EVICT or e == FAIL or e == LOST:
-                notes[N_TERM_PENDING] += 1
-            if e == FINISH or e == KILL or e == LOST:
-                # The record describes the last attempt that ran (none: never scheduled).
-                k = _emit(f, i, s, notes, out_f, out_i, k, i[s, _LAST_END], f[s, _LAST_RUN])
-                _close(keys, values, count, free, n_free, p, s)
+            reasons[r] = 2
+            continue
+        _take_request(state, s, ev, r)
+        k = _apply(state, s, p, e, t, ev.machine_id[r], out, k)
     return k
 
 
 @numba.njit(cache=True)
-def _flush(keys, values, f, i, notes, window_end, out_f, out_i):  # pragma: no cover - compiled
+def _take_request(state, s, ev, r):  # pragma: no cover - compiled
+    """Row ``r``'s requests, priority and class, where it gives them, into slot ``s``."""
+    if not np.isnan(ev.cpu[r]):
+        state.f[s, _CPU] = ev.cpu[r]
+    if not np.isnan(ev.mem[r]):
+        state.f[s, _MEM] = ev.mem[r]
+    state.i[s, _PRIO] = ev.priority[r]
+    if ev.sched_class[r] >= 0:
+        state.i[s, _CLASS] = ev.sched_class[r]
+
+
+@numba.njit(cache=True)
+def _apply(state, s, p, e, t, machine, out, k):  # pragma: no cover - compiled
+    """Event ``e`` at ``t`` (on ``machine``) to slot ``s`` (at map position ``p``): start or
+    end an attempt, emit and close the task when its incarnation ends; return the record
+    count."""
+    f, i, notes = state.f, state.i, state.notes
+    running = f[s, _START] >= 0.0
+    if e == SUBMIT:
+        if t == 0.0 and machine >= 0 and not running:
+            f[s, _START] = 0.0
+            i[s, _MACHINE] = machine
+            i[s, _FLAGS] |= _FLAG_BEFORE
+            notes[N_STARTED_BEFORE] += 1
+    elif e == SCHEDULE:
+        if running:
+            if not (i[s, _FLAGS] & _FLAG_BEFORE and f[s, _START] == 0.0 and t == 0.0):
+                notes[N_DUP_SCHED] += 1
+        else:
+            f[s, _START] = t
+            i[s, _MACHINE] = machine
+    elif e == EVICT or e == FAIL or e == FINISH or e == KILL or e == LOST:
+        code = _END_OF_EVENT[e]
+        if running:
+            _end_attempt(f, i, s, t, code)
+        elif e == EVICT or e == FAIL or e == LOST:
+            notes[N_TERM_PENDING] += 1
+        if e == FINISH or e == KILL or e == LOST:
+            # The record describes the last attempt that ran (none: never scheduled).
+            k = _emit(state, s, out, k, i[s, _LAST_END], f[s, _LAST_RUN])
+            _close(state, p, s)
+    return k
+
+
+@numba.njit(cache=True)
+def _flush(state, window_end, out):  # pragma: no cover - compiled
+    """Close every task in ``state`` at ``window_end`` (a running attempt is censored);
+    return how many were emitted into ``out``."""
     k = 0
-    for p in range(keys.size):
-        if keys[p] == EMPTY:
+    f, i = state.f, state.i
+    for p in range(state.keys.size):
+        if state.keys[p] == EMPTY:
             continue
-        s = values[p]
+        s = state.values[p]
         if f[s, _START] >= 0.0:
             _end_attempt(f, i, s, window_end, E_CENSORED)
-            notes[N_CENSORED] += 1
-        k = _emit(f, i, s, notes, out_f, out_i, k, i[s, _LAST_END], f[s, _LAST_RUN])
+            state.notes[N_CENSORED] += 1
+        k = _emit(state, s, out, k, i[s, _LAST_END], f[s, _LAST_RUN])
     return k
