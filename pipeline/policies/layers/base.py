@@ -6,10 +6,13 @@ its queues."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+from pipeline.errors import UsageError
+from pipeline.policies.base import Param
 from pipeline.policies.settings import Setting, parameter_settings
 from pipeline.sim.interface import ClusterInfo, Decisions, Policy, SchedView
 from pipeline.sim.needs import Needs
@@ -59,3 +62,23 @@ class Layered:
 
     def queue_rows(self, total: np.ndarray) -> Any:
         return self.inner.queue_rows(total)
+
+
+def split_params(params: Mapping[str, Any] | None, is_layer: Callable[[str], bool]
+                 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``params`` split into the base policy's own and a layer's (``is_layer(key)``): each
+    layer takes its keys off the replay's ``--set`` before the base policy sees the rest."""
+    own = {k: v for k, v in (params or {}).items() if not is_layer(k)}
+    layer = {k: v for k, v in (params or {}).items() if is_layer(k)}
+    return own, layer
+
+
+def typed_params(policy: str, raw: Mapping[str, Any], known: Mapping[str, Param], what: str
+                 ) -> dict[str, Any]:
+    """A layer's parameters ``raw`` checked against ``known`` (an unknown key is a one-line
+    error naming the ``what`` parameters there are) and typed, defaults filled in."""
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise UsageError(f"policy '{policy}' has no parameter '{unknown[0]}' ({what} "
+                         f"parameters: {', '.join(known)})")
+    return {k: p.coerce(policy, k, raw[k]) if k in raw else p.default for k, p in known.items()}

@@ -38,6 +38,7 @@ from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.policies.base import Param
+from pipeline.policies.layers.base import split_params, typed_params
 
 PREFIX = "opp_"
 OPP_PARAMS: dict[str, Param] = {
@@ -76,9 +77,7 @@ OPP_PARAMS: dict[str, Param] = {
 
 def split(params: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """``params`` split into the policy's own and the layer's (``opp_*``)."""
-    own = {k: v for k, v in (params or {}).items() if not k.startswith(PREFIX)}
-    layer = {k: v for k, v in (params or {}).items() if k.startswith(PREFIX)}
-    return own, layer
+    return split_params(params, lambda k: k.startswith(PREFIX))
 
 
 def resolve(policy: str, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -86,12 +85,7 @@ def resolve(policy: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     given, so runs without the layer keep their parameters and identity)."""
     if not raw:
         return {}
-    unknown = sorted(set(raw) - set(OPP_PARAMS))
-    if unknown:
-        raise UsageError(f"policy '{policy}' has no parameter '{unknown[0]}' (opportunistic "
-                         f"parameters: {', '.join(OPP_PARAMS)})")
-    out = {k: p.coerce(policy, k, raw[k]) if k in raw else p.default
-           for k, p in OPP_PARAMS.items()}
+    out = typed_params(policy, raw, OPP_PARAMS, "opportunistic")
     over = (out["opp_overalloc_cpu"], out["opp_overalloc_mem"])
     if (over[0] > 0) != (over[1] > 0):
         raise UsageError(f"policy '{policy}': set opp_overalloc_cpu and opp_overalloc_mem "

@@ -33,6 +33,7 @@ from typing import Any
 
 from pipeline.errors import UsageError
 from pipeline.policies.base import Param
+from pipeline.policies.layers.base import split_params, typed_params
 from pipeline.policies.layers.speculation.progress import DEFAULT_PHASES, parse_phases
 
 PREFIX = "spec"
@@ -96,9 +97,7 @@ def _is_spec(key: str) -> bool:
 
 def split(params: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """``params`` split into the rest and the layer's (``spec``, ``spec_*``)."""
-    own = {k: v for k, v in (params or {}).items() if not _is_spec(k)}
-    layer = {k: v for k, v in (params or {}).items() if _is_spec(k)}
-    return own, layer
+    return split_params(params, _is_spec)
 
 
 def resolve(policy: str, raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -106,12 +105,7 @@ def resolve(policy: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     given, so runs without the layer keep their parameters and identity)."""
     if not raw:
         return {}
-    unknown = sorted(set(raw) - set(SPEC_PARAMS))
-    if unknown:
-        raise UsageError(f"policy '{policy}' has no parameter '{unknown[0]}' (speculation "
-                         f"parameters: {', '.join(SPEC_PARAMS)})")
-    out = {k: p.coerce(policy, k, raw[k]) if k in raw else p.default
-           for k, p in SPEC_PARAMS.items()}
+    out = typed_params(policy, raw, SPEC_PARAMS, "speculation")
     try:
         phases = parse_phases(out["spec_reduce_phases"])
     except UsageError as err:
