@@ -34,18 +34,18 @@ def _mem(x: float) -> np.ndarray:
 def test_user_limit_golden(used: tuple[int, int], limit: float) -> None:
     """100 GB queue, MULP 25, ULF 1, two active users (UsersManager.computeUserLimit)."""
     total = _mem(sum(used))
-    got = f.user_limit(QUEUE, total, total, 2.0, 25, 1, QUEUE, GB, CLUSTER)
+    got = kernel.user_limit(QUEUE, total, total, 2.0, 25.0, 1.0, QUEUE, GB, CLUSTER, 0)
     assert got[1] == limit
-    compiled = kernel.user_limit(QUEUE, total, total, 2.0, 25.0, 1.0, QUEUE, GB, CLUSTER, 0)
-    assert compiled[1] == limit
 
 
 def test_user_limit_mulp_floor_factor_cap_and_weight() -> None:
-    one = f.user_limit(QUEUE, _mem(10), _mem(10), 4.0, 25, 1, QUEUE, GB, CLUSTER)
+    one = kernel.user_limit(QUEUE, _mem(10), _mem(10), 4.0, 25.0, 1.0, QUEUE, GB, CLUSTER, 0)
     assert one[1] == 25.0  # MULP floor: 25% of the queue's capacity
-    capped = f.user_limit(_mem(20), _mem(30), _mem(30), 1.0, 100, 1, QUEUE, GB, CLUSTER)
+    capped = kernel.user_limit(_mem(20), _mem(30), _mem(30), 1.0, 100.0, 1.0, QUEUE, GB,
+                               CLUSTER, 0)
     assert capped[1] == 20.0  # user-limit-factor 1 caps at the queue's capacity
-    off = f.user_limit(_mem(20), _mem(30), _mem(30), 1.0, 100, -1, QUEUE, GB, CLUSTER)
+    off = kernel.user_limit(_mem(20), _mem(30), _mem(30), 1.0, 100.0, -1.0, QUEUE, GB,
+                           CLUSTER, 0)
     assert off[1] == 31.0  # ULF -1: capped by the queue's maximum instead
     assert f.user_specific_limit(_mem(41), 1.5, GB)[1] == 61.0  # floor(61.5)
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pipeline.policies.capacity.inputs import Apps, Inputs, Leaves, Queues, Room, Users
 from pipeline.policies.capacity.prepare import (
     admitted,
     alive_counts,
@@ -90,8 +91,9 @@ def normalized(p: CapacityScheduler, raw: np.ndarray, largest: np.ndarray,
 def kernel_inputs(p: CapacityScheduler, req: np.ndarray, jobs: np.ndarray,
                   leaf: np.ndarray, pair_used: np.ndarray, run_job: np.ndarray,
                   cluster: np.ndarray, free: np.ndarray, adm: Admission | None = None,
-                  held: np.ndarray | None = None) -> tuple:
-    """Arguments of :func:`~pipeline.policies.capacity.kernel.allocate` (without ``out``).
+                  held: np.ndarray | None = None) -> Inputs:
+    """The state :func:`~pipeline.policies.capacity.kernel.allocate` reads (all but the
+    gate and ``out``; ``allocate(*inputs, gate, out)``).
 
     ``req`` are the normalised pending requests, ``jobs``/``leaf`` their applications and
     leaves, ``pair_used`` the normalised use per (leaf, user) pair (prepare.scan_running),
@@ -119,15 +121,18 @@ def kernel_inputs(p: CapacityScheduler, req: np.ndarray, jobs: np.ndarray,
     pair_left = np.bincount(np.take(p.job_pair_, jobs[sel]),
                             minlength=n_pairs).astype(np.int64)
     pair_w, leaf_active_used, leaf_active_w = active_users(p, pair_left, pair_used)
-    return (np.ascontiguousarray(req), *blocks[:3],
-            p.job_pair_[sorted_jobs].astype(np.int64), p.started_[sorted_jobs].copy(),
-            run_job_mem, pend_mem + run_job_mem, *blocks[4:6], pair_used, pair_w, pair_left,
-            a.pair_apps, tree.leaves.astype(np.int64), leaf_cap, leaf_max, s.mulp, s.ulf,
-            s.fair, s.size_weight, leaf_active_used, leaf_active_w,
-            a.leaf_apps, a.app_max, a.user_app_max, a.am_used, a.am_limit,
-            q_used, a.q_guar, a.q_max, tree.parent.astype(np.int64), s.q_kids_lo, s.q_kids,
-            s.q_prio, s.q_use_prio, s.q_leaf, p.all_access_, False, free,
-            cluster.astype(np.float64), p.minimum_, p.calc_)
+    req_idx, app_lo, app_hi, _, leaf_app_lo, leaf_app_hi, _ = blocks
+    apps = Apps(np.ascontiguousarray(req), req_idx, app_lo, app_hi,
+                p.job_pair_[sorted_jobs].astype(np.int64), p.started_[sorted_jobs].copy(),
+                run_job_mem, pend_mem + run_job_mem, leaf_app_lo, leaf_app_hi)
+    users = Users(pair_used, pair_w, pair_left, a.pair_apps)
+    leaves = Leaves(tree.leaves.astype(np.int64), leaf_cap, leaf_max, s.mulp, s.ulf, s.fair,
+                    s.size_weight, leaf_active_used, leaf_active_w, a.leaf_apps, a.app_max,
+                    a.user_app_max, a.am_used, a.am_limit)
+    queues = Queues(q_used, a.q_guar, a.q_max, tree.parent.astype(np.int64), s.q_kids_lo,
+                    s.q_kids, s.q_prio, s.q_use_prio, s.q_leaf, p.all_access_)
+    room = Room(free, cluster.astype(np.float64), p.minimum_, p.calc_, False)
+    return Inputs(apps, users, leaves, queues, room)
 
 
 def app_blocks(p: CapacityScheduler, req: np.ndarray, jobs: np.ndarray, leaf: np.ndarray,

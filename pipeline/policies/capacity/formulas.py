@@ -78,44 +78,10 @@ def greater(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calculator: str) 
     return False
 
 
-def vmin(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calculator: str) -> np.ndarray:
-    """``Resources.min``: the smaller of two vectors as the calculator compares them."""
-    return b if greater(a, b, cluster, calculator) else a
-
-
-def vmax(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calculator: str) -> np.ndarray:
-    """``Resources.max``."""
-    return a if greater(a, b, cluster, calculator) else b
-
-
-def user_limit(queue_capacity: np.ndarray, queue_used: np.ndarray, active_used: np.ndarray,
-               active_weight: float, mulp: float, ulf: float, queue_max: np.ndarray,
-               minimum: np.ndarray, cluster: np.ndarray, calculator: str = DEFAULT
-               ) -> np.ndarray:
-    """The active-users user limit of a leaf queue (``UsersManager.computeUserLimit``).
-
-    ``queue_capacity`` is the queue's guaranteed resource, ``queue_used`` what all its users
-    use, ``active_used`` what its active users (with pending requests) use and
-    ``active_weight`` the sum of their weights.  As in Hadoop 3.3 the request is assumed to
-    be one minimum allocation; per user, multiply by the user's weight and round *down*
-    (:func:`user_specific_limit`).
-    """
-    required = np.asarray(minimum, dtype=np.float64)
-    cap = vmax(queue_capacity, required, cluster, calculator)  # "miniscule capacity"
-    current = cap if greater(cap, queue_used, cluster, calculator) else queue_used + required
-    n = max(active_weight, EPS)
-    # divideAndCeil rounds to whole MB/vcores; in the trace's float units that is a no-op
-    # next to the final round-up to the minimum allocation.
-    by_users = (active_used + required) / n
-    by_percent = current * mulp / 100.0
-    limit = vmax(by_users, by_percent, cluster, calculator)
-    max_limit = queue_max if ulf < 0 else cap * ulf
-    return _round_up(vmin(limit, max_limit, cluster, calculator), _step(minimum, calculator))
-
-
 def user_specific_limit(limit: np.ndarray, weight: float, minimum: np.ndarray,
                         calculator: str = DEFAULT) -> np.ndarray:
-    """``normalizeDown(userLimit * weight, minimum)`` (UsersManager)."""
+    """``normalizeDown(userLimit * weight, minimum)`` (UsersManager); the user limit itself
+    is :func:`pipeline.policies.capacity.kernel.user_limit`."""
     return _round_down(limit * weight, _step(minimum, calculator))
 
 

@@ -14,14 +14,16 @@ when the container would take a queue on the path over its maximum capacity or e
 cluster's free resources.  Node choice is left to the caller.
 
 With node labels the caller runs the loop once per partition and scheduling mode
-(:mod:`.passes`): vectors are then the partition's, ``q_access`` puts the queues that can
+(:mod:`.passes`): vectors are then the partition's, ``queues.access`` puts the queues that can
 access the partition first (``PriorityUtilizationQueueOrderingPolicy.
-compareQueueAccessToPartition``; all true for DEFAULT), and ``zero_am`` applies
+compareQueueAccessToPartition``; all true for DEFAULT), and ``room.zero_am`` applies
 ``LeafQueue.activateApplications``' other exemption: an application also starts when the
 leaf's AM use *in that partition* is zero.
 
-Vectors are ``(cpu, mem, gpu)``; ``calc`` is 0 for the default (memory-only) calculator and
-1 for the dominant one.
+Vectors are ``(cpu, mem, gpu)``; ``room.calc`` is 0 for the default (memory-only) calculator
+and 1 for the dominant one.  The state is the named structures of :mod:`.inputs`;
+:mod:`.assign_reference` is the same pass in plain Python (the differential test's
+reference).
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.policies.locality.gate import pick, refresh_local, taken
+from pipeline.policies.capacity.inputs import Apps, Leaves, Queues, Room, Users
+from pipeline.policies.locality.gate import GateState, pick, refresh_local, taken
 from pipeline.sim.jit import helper
 
 EPS = 1e-9
@@ -138,7 +141,17 @@ def _rounded(x: tuple, minimum: np.ndarray, calc: int, up: bool) -> tuple[float,
 def user_limit(cap: np.ndarray, queue_used: np.ndarray, active_used: np.ndarray,
                active_w: float, mulp: float, ulf: float, qmax: np.ndarray,
                minimum: np.ndarray, cluster: np.ndarray, calc: int) -> np.ndarray:
-    """``UsersManager.computeUserLimit`` (active users); see formulas.user_limit."""
+    """The active-users user limit of a leaf queue (``UsersManager.computeUserLimit``,
+    Hadoop 3.3): the one definition, shared by the assignment loop (:func:`_user_limit`),
+    the preemption monitor's pending demand (:mod:`.pending`) and the tests.
+
+    ``cap`` is the queue's guaranteed resource, ``queue_used`` what all its users use,
+    ``active_used`` what its active users (with pending requests) use and ``active_w`` the
+    sum of their weights; ``mulp`` minimum-user-limit-percent, ``ulf`` user-limit-factor
+    (< 0: off, capped by the queue's maximum ``qmax``).  As in Hadoop 3.3 the request is
+    assumed to be one minimum allocation; per user, multiply by the user's weight and round
+    *down* (:func:`~pipeline.policies.capacity.formulas.user_specific_limit`).
+    """
     lim = _user_limit(_vec(cap), _vec(queue_used), _vec(active_used), active_w, mulp, ulf,
                       _vec(qmax), minimum, cluster, calc)
     out = np.empty(3)
@@ -152,10 +165,12 @@ def _user_limit(cap: tuple, queue_used: tuple, active_used: tuple, active_w: flo
                 cluster: np.ndarray, calc: int) -> tuple[float, float, float]:
     """:func:`user_limit` of 3-tuples (the kernel computes it once per container)."""
     mn = _vec(minimum)
-    c = mn if _gt(mn, cap, cluster, calc) else cap
+    c = mn if _gt(mn, cap, cluster, calc) else cap  # "miniscule capacity"
     current = c if _gt(c, queue_used, cluster, calc) else _plus(queue_used, mn)
     w = max(active_w, EPS)
     f = mulp / 100.0
+    # divideAndCeil rounds to whole MB/vcores; in the trace's float units that is a no-op
+    # next to the final round-up to the minimum allocation.
     by_users = ((active_used[0] + mn[0]) / w, (active_used[1] + mn[1]) / w,
                 (active_used[2] + mn[2]) / w)
     by_pct = (current[0] * f, current[1] * f, current[2] * f)
@@ -167,60 +182,75 @@ def _user_limit(cap: tuple, queue_used: tuple, active_used: tuple, active_w: flo
 
 
 @helper
-def _fits_path(q: int, r: tuple, q_used: np.ndarray, q_max: np.ndarray,
-               q_parent: np.ndarray, cluster: np.ndarray, calc: int) -> bool:
+def _leaf_user_limit(leaves: Leaves, queues: Queues, room: Room, leaf: int,
+                     q: int) -> tuple[float, float, float]:
+    """The active-users user limit of ``leaf`` (queue ``q``) now."""
+    return _user_limit(_row(leaves.cap, leaf), _row(queues.used, q),
+                       _row(leaves.active_used, leaf), leaves.active_w[leaf],
+                       leaves.mulp[leaf], leaves.ulf[leaf], _row(leaves.max, leaf),
+                       room.minimum, room.cluster, room.calc)
+
+
+@helper
+def _fits_path(q: int, r: tuple, queues: Queues, room: Room) -> bool:
+    """Whether ``r`` keeps ``q`` and its ancestors within their maximum capacity."""
     while q >= 0:
-        if _gt(_plus(_row(q_used, q), r), _row(q_max, q), cluster, calc):
+        if _gt(_plus(_row(queues.used, q), r), _row(queues.max, q), room.cluster, room.calc):
             return False
-        q = q_parent[q]
+        q = queues.parent[q]
     return True
 
 
 @helper
-def _before(a: int, b: int, q_used: np.ndarray, q_guar: np.ndarray, q_prio: np.ndarray,
-            use_prio: bool, q_access: np.ndarray, cluster: np.ndarray, calc: int) -> bool:
+def _before(a: int, b: int, queues: Queues, use_prio: bool, room: Room) -> bool:
     """Whether child queue ``a`` goes before ``b`` (PriorityUtilizationQueueOrderingPolicy)."""
-    if q_access[a] != q_access[b]:
-        return q_access[a]
-    ra = _ratio(_row(q_used, a), _row(q_guar, a), cluster, calc)
-    rb = _ratio(_row(q_used, b), _row(q_guar, b), cluster, calc)
-    if use_prio and q_prio[a] != q_prio[b] and (ra < 1.0) == (rb < 1.0):
-        return q_prio[a] > q_prio[b]
+    access, cluster, calc = queues.access, room.cluster, room.calc
+    if access[a] != access[b]:
+        return access[a]
+    ra = _ratio(_row(queues.used, a), _row(queues.guar, a), cluster, calc)
+    rb = _ratio(_row(queues.used, b), _row(queues.guar, b), cluster, calc)
+    prio = queues.prio
+    if use_prio and prio[a] != prio[b] and (ra < 1.0) == (rb < 1.0):
+        return prio[a] > prio[b]
     if use_prio and (ra < 1.0) != (rb < 1.0):
         return ra < 1.0
     if abs(ra - rb) > EPS:
         return ra < rb
     total = _vec(cluster)
-    ga = _ratio(_row(q_guar, a), total, cluster, calc)
-    gb = _ratio(_row(q_guar, b), total, cluster, calc)
+    ga = _ratio(_row(queues.guar, a), total, cluster, calc)
+    gb = _ratio(_row(queues.guar, b), total, cluster, calc)
     if abs(ga - gb) > EPS:
         return ga > gb
     return a < b
 
 
 @helper
-def _can_activate(leaf, p, r, leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
-                  am_used, am_limit, zero_am, cluster, calc) -> bool:
+def _can_activate(leaves: Leaves, users: Users, leaf: int, p: int, r: tuple,
+                  room: Room) -> bool:
     """Application limits and the AM limit (the first application of a leaf always starts:
     "skipping enforcement to allow at least one application to start", LeafQueue)."""
-    if leaf_apps[leaf] >= leaf_max_apps[leaf] or pair_apps[p] >= leaf_user_max_apps[leaf]:
+    if (leaves.apps[leaf] >= leaves.max_apps[leaf]
+            or users.apps[p] >= leaves.user_max_apps[leaf]):
         return False
-    if zero_am and am_used[leaf, 0] <= 0 and am_used[leaf, 1] <= 0 and am_used[leaf, 2] <= 0:
+    am_used = leaves.am_used
+    if (room.zero_am and am_used[leaf, 0] <= 0 and am_used[leaf, 1] <= 0
+            and am_used[leaf, 2] <= 0):
         return True
-    return leaf_apps[leaf] == 0 or not _gt(_plus(_row(am_used, leaf), r), _row(am_limit, leaf),
-                                           cluster, calc)
+    return leaves.apps[leaf] == 0 or not _gt(_plus(_row(am_used, leaf), r),
+                                             _row(leaves.am_limit, leaf), room.cluster,
+                                             room.calc)
 
 
 @helper
-def _pick_leaf(q_alive, q_kids_lo, q_kids, q_used, q_guar, q_prio, q_use_prio, q_access,
-               cluster, calc) -> int:
+def _pick_leaf(q_alive: np.ndarray, queues: Queues, room: Room) -> int:
+    """Descend from the root to the leaf queue that gets the next container (-1: none)."""
     q = 0
-    while q_kids_lo[q + 1] > q_kids_lo[q]:
+    kids_lo, kids = queues.kids_lo, queues.kids
+    while kids_lo[q + 1] > kids_lo[q]:
         best = -1
-        for k in range(q_kids_lo[q], q_kids_lo[q + 1]):
-            c = q_kids[k]
-            if q_alive[c] and (best < 0 or _before(c, best, q_used, q_guar, q_prio,
-                                                   q_use_prio[q], q_access, cluster, calc)):
+        for k in range(kids_lo[q], kids_lo[q + 1]):
+            c = kids[k]
+            if q_alive[c] and (best < 0 or _before(c, best, queues, queues.use_prio[q], room)):
                 best = c
         if best < 0:
             return -1
@@ -229,110 +259,154 @@ def _pick_leaf(q_alive, q_kids_lo, q_kids, q_used, q_guar, q_prio, q_use_prio, q
 
 
 @njit(cache=True)
-def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
-             app_demand_mem, leaf_app_lo, leaf_app_hi, pair_used, pair_w, pair_left,
-             pair_apps, leaf_q, leaf_cap, leaf_max, leaf_mulp, leaf_ulf, leaf_fair, leaf_sbw,
-             leaf_active_used, leaf_active_w, leaf_apps, leaf_max_apps, leaf_user_max_apps,
-             am_used, am_limit, q_used, q_guar, q_max, q_parent, q_kids_lo, q_kids, q_prio,
-             q_use_prio, q_leaf, q_access, zero_am, free, cluster, minimum, calc, gate, out):
+def _alive_queues(apps: Apps, leaves: Leaves, queues: Queues) -> np.ndarray:
+    """Per queue: whether a leaf under it has applications in this pass."""
+    q_alive = np.zeros(len(queues.parent), dtype=np.bool_)
+    for leaf in range(len(leaves.q)):
+        if apps.leaf_hi[leaf] > apps.leaf_lo[leaf]:
+            q = leaves.q[leaf]
+            while q >= 0:
+                q_alive[q] = True
+                q = queues.parent[q]
+    return q_alive
+
+
+@helper
+def _retire(q: int, q_alive: np.ndarray, queues: Queues) -> None:
+    """Leaf queue ``q`` can take nothing more in this pass: so can every ancestor whose
+    children all cannot."""
+    q_alive[q] = False
+    up = queues.parent[q]
+    while up >= 0:
+        alive = False
+        for k in range(queues.kids_lo[up], queues.kids_lo[up + 1]):
+            alive = alive or q_alive[queues.kids[k]]
+        if alive:
+            break
+        q_alive[up] = False
+        up = queues.parent[up]
+
+
+@helper
+def _account(apps: Apps, users: Users, leaves: Leaves, queues: Queues, leaf: int, q: int,
+             a: int, r: tuple) -> None:
+    """Charge container ``r`` of application ``a`` (leaf ``leaf``, queue ``q``) to its
+    user, leaf and queues; its first container is the AM (the application starts)."""
+    p = apps.pair[a]
+    for k in range(3):
+        users.used[p, k] += r[k]
+        leaves.active_used[leaf, k] += r[k]
+    apps.used_mem[a] += r[1]
+    up = q
+    while up >= 0:
+        for k in range(3):
+            queues.used[up, k] += r[k]
+        up = queues.parent[up]
+    if not apps.started[a]:
+        apps.started[a] = True
+        for k in range(3):
+            leaves.am_used[leaf, k] += r[k]
+        leaves.apps[leaf] += 1
+        users.apps[p] += 1
+    users.left[p] -= 1
+    if users.left[p] == 0:  # no more pending: the user stops being active
+        for k in range(3):
+            leaves.active_used[leaf, k] -= users.used[p, k]
+        leaves.active_w[leaf] -= users.w[p]
+
+
+@helper
+def _leaf_choice(apps: Apps, users: Users, leaves: Leaves, queues: Queues, room: Room,
+                 free: np.ndarray, blocked: np.ndarray, nxt: np.ndarray, first: np.ndarray,
+                 leaf: int) -> int:
+    """The application of ``leaf`` that gets the next container (-1: none can), in the
+    leaf's ordering-policy order; applications that cannot take one in this pass are
+    marked ``blocked`` (a user over its limit is only skipped).  ``free``: the room to
+    fit; ``nxt``: each application's next position in ``apps.req_idx``; ``first``: per
+    leaf, the applications before it are done or blocked (skipped for speed)."""
+    q, cluster, calc, app_hi = leaves.q[leaf], room.cluster, room.calc, apps.hi
+    lim = _leaf_user_limit(leaves, queues, room, leaf, q)
+    chosen = -1
+    best_key = np.inf
+    while first[leaf] < apps.leaf_hi[leaf] and (
+            blocked[first[leaf]] or nxt[first[leaf]] >= app_hi[first[leaf]]):
+        first[leaf] += 1
+    for a in range(first[leaf], apps.leaf_hi[leaf]):
+        if blocked[a] or nxt[a] >= app_hi[a]:
+            continue
+        p = apps.pair[a]
+        w = users.w[p]
+        ulim = _rounded((lim[0] * w, lim[1] * w, lim[2] * w), room.minimum, calc, False)
+        if _gt(_row(users.used, p), ulim, cluster, calc):
+            continue  # user over its limit (a '>' check: at the limit may take one)
+        r = _row(apps.req, apps.req_idx[nxt[a]])
+        if not apps.started[a] and not _can_activate(leaves, users, leaf, p, r, room):
+            blocked[a] = True
+            continue
+        if (r[0] > free[0] + EPS or r[1] > free[1] + EPS or r[2] > free[2] + EPS
+                or not _fits_path(q, r, queues, room)):
+            blocked[a] = True
+            continue
+        if not leaves.fair[leaf]:
+            return a  # FIFO: the first that can take one
+        key = apps.used_mem[a]
+        if leaves.sbw[leaf]:
+            key = key / max(np.log2(1.0 + apps.demand_mem[a]), EPS)
+        if key < best_key - EPS:
+            best_key = key
+            chosen = a
+    return chosen
+
+
+@njit(cache=True)
+def allocate(apps: Apps, users: Users, leaves: Leaves, queues: Queues, room: Room,
+             gate: GateState, out: np.ndarray) -> int:
     """Assign containers one by one; write request indices in order to ``out``; return count.
 
     ``gate`` (a :class:`~pipeline.policies.locality.gate.GateState`, from
     :func:`~pipeline.policies.locality.gate.no_offer` or the offer loop): with its
-    ``node`` at -1, containers are chosen against the cluster's ``free`` room and placed
-    by the caller.  With a node, this is one heartbeat of that node: ``free`` is ignored, the
-    room is the node's, and the chosen application's request comes from the locality gate
+    ``node`` at -1, containers are chosen against ``room.free`` and placed by the caller.
+    With a node, this is one heartbeat of that node: ``room.free`` is ignored, the room is
+    the node's, and the chosen application's request comes from the locality gate
     (:func:`pipeline.policies.locality.gate.pick`; an application that lets the offer pass
     is skipped for this heartbeat, as ``RegularContainerAllocator`` returns
     ``LOCALITY_SKIPPED``); ``nxt``, ``done`` and the gate's state persist between offers.
     """
     nd, done, node_free, fit_req = gate.node, gate.asks.done, gate.asks.free, gate.asks.need
-    best = np.full(len(app_lo) if nd >= 0 else 0, -1, np.int64)
+    req, req_idx, app_hi = apps.req, apps.req_idx, apps.hi
+    best = np.full(len(apps.lo) if nd >= 0 else 0, -1, np.int64)
     touched = np.empty(len(best), np.int64)
     n_touched = 0
+    free = room.free
     if nd >= 0:
         free = node_free[nd]
         n_touched = refresh_local(gate, best, touched, 0)
-    n_q = len(q_parent)
-    q_alive = np.zeros(n_q, dtype=np.bool_)
-    for leaf in range(len(leaf_q)):
-        if leaf_app_hi[leaf] > leaf_app_lo[leaf]:
-            q = leaf_q[leaf]
-            while q >= 0:
-                q_alive[q] = True
-                q = q_parent[q]
-    blocked = np.zeros(len(app_lo), dtype=np.bool_)
-    nxt = app_lo.copy() if nd < 0 else gate.nxt
-    first = leaf_app_lo.copy()  # apps before it are done or blocked (skipped for speed)
+    q_alive = _alive_queues(apps, leaves, queues)
+    blocked = np.zeros(len(apps.lo), dtype=np.bool_)
+    nxt = apps.lo.copy() if nd < 0 else gate.nxt
+    first = apps.leaf_lo.copy()  # apps before it are done or blocked (skipped for speed)
     n = 0
     while True:
-        q = _pick_leaf(q_alive, q_kids_lo, q_kids, q_used, q_guar, q_prio, q_use_prio,
-                       q_access, cluster, calc)
+        q = _pick_leaf(q_alive, queues, room)
         if q < 0:
             break
-        leaf = q_leaf[q]
-        lim = _user_limit(_row(leaf_cap, leaf), _row(q_used, q), _row(leaf_active_used, leaf),
-                          leaf_active_w[leaf], leaf_mulp[leaf], leaf_ulf[leaf],
-                          _row(leaf_max, leaf), minimum, cluster, calc)
+        leaf = queues.leaf[q]
         i = -1
         typ = -1
         while True:
-            # the application of the leaf that gets the next container (-1: none can);
-            # applications that cannot take one in this pass are marked ``blocked``.  Kept
-            # inline: a call passing these ~30 arrays cost more than the choice itself
-            chosen = -1
-            best_key = np.inf
-            while first[leaf] < leaf_app_hi[leaf] and (
-                    blocked[first[leaf]] or nxt[first[leaf]] >= app_hi[first[leaf]]):
-                first[leaf] += 1
-            for a in range(first[leaf], leaf_app_hi[leaf]):
-                if blocked[a] or nxt[a] >= app_hi[a]:
-                    continue
-                p = app_pair[a]
-                w = pair_w[p]
-                ulim = _rounded((lim[0] * w, lim[1] * w, lim[2] * w), minimum, calc, False)
-                if _gt(_row(pair_used, p), ulim, cluster, calc):
-                    continue  # user over its limit (a '>' check: at the limit may take one)
-                r = _row(req, req_idx[nxt[a]])
-                if not app_started[a] and not _can_activate(
-                        leaf, p, r, leaf_apps, leaf_max_apps, pair_apps, leaf_user_max_apps,
-                        am_used, am_limit, zero_am, cluster, calc):
-                    blocked[a] = True
-                    continue
-                if (r[0] > free[0] + EPS or r[1] > free[1] + EPS or r[2] > free[2] + EPS
-                        or not _fits_path(q, r, q_used, q_max, q_parent, cluster, calc)):
-                    blocked[a] = True
-                    continue
-                if not leaf_fair[leaf]:
-                    chosen = a
-                    break
-                key = app_used_mem[a]
-                if leaf_sbw[leaf]:
-                    key = key / max(np.log2(1.0 + app_demand_mem[a]), EPS)
-                if key < best_key - EPS:
-                    best_key = key
-                    chosen = a
+            chosen = _leaf_choice(apps, users, leaves, queues, room, free, blocked, nxt,
+                                  first, leaf)
             if nd < 0 or chosen < 0:
                 break
             # a heartbeat: the gate picks the application's request, or it lets the node pass
             i, typ = pick(gate, chosen, best[chosen], req_idx, nxt[chosen], app_hi[chosen])
-            if i >= 0 and _fits_path(q, _row(req, i), q_used, q_max, q_parent, cluster, calc):
+            if i >= 0 and _fits_path(q, _row(req, i), queues, room):
                 break
             blocked[chosen] = True  # the next application in the leaf's order
         if chosen < 0:
-            q_alive[q] = False
-            up = q_parent[q]
-            while up >= 0:
-                alive = False
-                for k in range(q_kids_lo[up], q_kids_lo[up + 1]):
-                    alive = alive or q_alive[q_kids[k]]
-                if alive:
-                    break
-                q_alive[up] = False
-                up = q_parent[up]
+            _retire(q, q_alive, queues)
             continue
         a = chosen
-        p = app_pair[a]
         if nd < 0:
             i = req_idx[nxt[a]]
         else:
@@ -350,24 +424,5 @@ def allocate(req, req_idx, app_lo, app_hi, app_pair, app_started, app_used_mem,
             while nxt[a] < app_hi[a] and done[req_idx[nxt[a]]]:
                 nxt[a] += 1
             n_touched = refresh_local(gate, best, touched, n_touched)
-        for k in range(3):
-            pair_used[p, k] += r[k]
-            leaf_active_used[leaf, k] += r[k]
-        app_used_mem[a] += r[1]
-        up = q
-        while up >= 0:
-            for k in range(3):
-                q_used[up, k] += r[k]
-            up = q_parent[up]
-        if not app_started[a]:
-            app_started[a] = True
-            for k in range(3):
-                am_used[leaf, k] += r[k]
-            leaf_apps[leaf] += 1
-            pair_apps[p] += 1
-        pair_left[p] -= 1
-        if pair_left[p] == 0:  # no more pending: the user stops being active
-            for k in range(3):
-                leaf_active_used[leaf, k] -= pair_used[p, k]
-            leaf_active_w[leaf] -= pair_w[p]
+        _account(apps, users, leaves, queues, leaf, q, a, r)
     return n

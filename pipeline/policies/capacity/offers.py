@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit
 
+from pipeline.policies.capacity.inputs import Inputs
 from pipeline.policies.capacity.kernel import allocate
 from pipeline.policies.locality.gate import (
     Candidates,
+    GateState,
     at_offer,
     offer_run,
     offered,
@@ -46,14 +48,14 @@ def wants_offers(p: CapacityScheduler, view: SchedView) -> bool:
     return bool(view.pending.has_inputs.any())
 
 
-def place_on_offers(p: CapacityScheduler, view: SchedView, args: tuple, fit: np.ndarray,
+def place_on_offers(p: CapacityScheduler, view: SchedView, args: Inputs, fit: np.ndarray,
                     ) -> tuple[np.ndarray, np.ndarray]:
     """Requests placed and their nodes, heartbeat by heartbeat (``args``: the kernel's
     inputs from :func:`~pipeline.policies.capacity.batch.kernel_inputs`; ``fit``: per
     request the room it needs on a node, the larger of its raw and normalised sizes)."""
     assert view.offers is not None
     nodes = view.nodes
-    req_idx, app_lo, app_hi = args[1], args[2], args[3]
+    req_idx, app_lo, app_hi = args.apps.req_idx, args.apps.lo, args.apps.hi
     n_apps = len(app_lo)
     if n_apps == 0 or len(view.offers[0]) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -66,15 +68,18 @@ def place_on_offers(p: CapacityScheduler, view: SchedView, args: tuple, fit: np.
                        model_masks(nodes, pending_allow(view)))
     run = offer_run(view.offers, nodes, cands, p.rule_, p.locality_, fit, req_idx,
                     app_lo.copy(), app_job)
-    n = cs_offers(args, len(req_idx), *run)
+    n = cs_offers(args, *run)
     return run[-2][:n], run[-1][:n]
 
 
 @njit(cache=True)
-def cs_offers(args, n_all, off_node, off_time, free, smallest, ready_times, gate, visits,
-              out_req, out_node):
-    """Run :func:`allocate` for each heartbeat in turn; return how many of the ``n_all``
-    requests were placed."""
+def cs_offers(args: Inputs, off_node: np.ndarray, off_time: np.ndarray, free: np.ndarray,
+              smallest: np.ndarray, ready_times: np.ndarray, gate: GateState,
+              visits: np.ndarray, out_req: np.ndarray, out_node: np.ndarray) -> int:
+    """Run :func:`allocate` for each heartbeat in turn; return how many of the requests
+    (``args.apps.req_idx``) were placed (the arguments after ``args``:
+    :func:`~pipeline.policies.locality.gate.offer_run`)."""
+    n_all = len(args.apps.req_idx)
     idle_room = np.full(3, -np.inf)
     cursor = np.zeros(1, np.int64)
     got = np.empty(len(out_req), np.int64)
@@ -85,7 +90,8 @@ def cs_offers(args, n_all, off_node, off_time, free, smallest, ready_times, gate
                               n):
             continue
         before = visits[0]
-        k = allocate(*args, at_offer(gate, nd, off_time[o]), got)
+        k = allocate(args.apps, args.users, args.leaves, args.queues, args.room,
+                     at_offer(gate, nd, off_time[o]), got)
         n = offered(k, got, nd, n, out_req, out_node, visits[0] != before, free, idle_room)
         if n == n_all:
             break

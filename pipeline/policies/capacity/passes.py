@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipeline.policies.capacity.batch import active_users, app_blocks, normalized, startable
+from pipeline.policies.capacity.inputs import Apps, Leaves, Queues, Room, Users
 from pipeline.policies.capacity.kernel import allocate
 from pipeline.policies.capacity.pending import leaf_pending
 from pipeline.policies.capacity.preemption import PartitionRound
@@ -117,17 +118,19 @@ class _Call:
         pair_w, active_used, active_w = active_users(p, pair_left, pair_used)
         app_mem = p.job_mem_[sjobs] if s.fair.any() else np.zeros(len(sjobs))
         out = np.empty(len(self.req), dtype=np.int64)
-        n = allocate(self.req, req_idx, app_lo, app_hi, p.job_pair_[sjobs].astype(np.int64),
-                     p.started_[sjobs].copy(), app_mem.copy(), pend_mem + app_mem, lo, hi,
-                     pair_used, pair_w, pair_left, self.pair_apps.copy(),
-                     t.leaves.astype(np.int64), guar[t.leaves], maxi[t.leaves], s.mulp,
-                     np.full(t.n_leaves, -1.0) if ignore else s.ulf, s.fair, s.size_weight,
-                     active_used, active_w, self.leaf_apps.copy(), self.app_max,
-                     self.user_app_max, self.am_used[x].copy(), self.am_limit[x],
-                     self.q_used[x].copy(), guar, maxi, t.parent.astype(np.int64),
-                     s.q_kids_lo, s.q_kids, s.q_prio, s.q_use_prio, s.q_leaf,
-                     p.caps_.access[x], True, self.free[x].copy(), self.totals[x],
-                     p.minimum_, p.calc_, no_offer(), out)
+        apps = Apps(self.req, req_idx, app_lo, app_hi, p.job_pair_[sjobs].astype(np.int64),
+                    p.started_[sjobs].copy(), app_mem.copy(), pend_mem + app_mem, lo, hi)
+        users = Users(pair_used, pair_w, pair_left, self.pair_apps.copy())
+        leaves = Leaves(t.leaves.astype(np.int64), guar[t.leaves], maxi[t.leaves], s.mulp,
+                        np.full(t.n_leaves, -1.0) if ignore else s.ulf, s.fair,
+                        s.size_weight, active_used, active_w, self.leaf_apps.copy(),
+                        self.app_max, self.user_app_max, self.am_used[x].copy(),
+                        self.am_limit[x])
+        queues = Queues(self.q_used[x].copy(), guar, maxi, t.parent.astype(np.int64),
+                        s.q_kids_lo, s.q_kids, s.q_prio, s.q_use_prio, s.q_leaf,
+                        p.caps_.access[x])
+        room = Room(self.free[x].copy(), self.totals[x], p.minimum_, p.calc_, True)
+        n = allocate(apps, users, leaves, queues, room, no_offer(), out)
         order = out[:n]
         pend = self.view.pending
         fit = np.maximum(np.take(self.req, order, axis=0), np.take(pend.req, order, axis=0))
