@@ -49,6 +49,8 @@ are unchanged (Hadoop recomputes them every ``update-interval-ms``).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -64,12 +66,161 @@ _JOB_ARRAYS = (("seq", np.int64, -1, ()), ("job_leaf", np.int64, 0, ()),
                ("mark", np.int64, 0, ()), ("am_req", np.float64, 0.0, (3,)))
 
 
+class CallJobs(NamedTuple):
+    """The jobs of one scheduling point, as :func:`track` reads them."""
+
+    pend_job: np.ndarray  # (m,) int64: job code of each pending request
+    pend_leaf: np.ndarray  # (m,) int64: its leaf queue index
+    pend_user: np.ndarray  # (m,) int64: its user code (-1: none)
+    run_job: np.ndarray  # (running,) int64: job code of each running container (may be
+    # empty when the running jobs were marked already)
+    stamp: int  # this call's liveness stamp (:meth:`AppLimits.begin`)
+
+
+class QueueLimits(NamedTuple):
+    """The maxRunningApps limits of the queue tree and the users."""
+
+    count_apps: bool  # maxRunningApps is enforced somewhere
+    parent: np.ndarray  # (n_queues,) int64: parent queue (-1: the root)
+    queue_max: np.ndarray  # (n_queues,) int64: runnable applications allowed in the subtree
+    user_max: np.ndarray  # (users + 1,) int64: per user code (last: a null user)
+
+
+class JobMemory(NamedTuple):
+    """Per job code, what the limits keep between calls (:class:`AppLimits`, same names)."""
+
+    seq: np.ndarray  # FIFO sequence number (-1: not seen yet)
+    job_leaf: np.ndarray  # queue index of the job's leaf
+    job_user: np.ndarray  # user code (the last user_max entry for a null user)
+    started: np.ndarray  # got its first container (its AM)
+    runnable: np.ndarray  # admitted by maxRunningApps (while live)
+    listed: np.ndarray  # in ``tracked``
+    mark: np.ndarray  # call stamp of the jobs live at the last call
+    am_req: np.ndarray  # (n, 3) the AM's size
+
+
 @njit(cache=True)
-def track(pend_job, pend_leaf, pend_user, run_job, tracked, count_apps, parent, queue_max,
-          user_max, job_leaf, job_user, seq, next_seq, started, runnable, listed, am_req,
-          mark, stamp):
+def _live(call, lim, jobs, tracked, next_seq):
+    """Mark the live jobs, number the new ones, end the ones gone; returns ``(out, n,
+    cand, m, next_seq)``: the tracked jobs in ``out[:n]``, the waiting ones in
+    ``cand[:m]``."""
+    pend_job, seq, mark, stamp = call.pend_job, jobs.seq, jobs.mark, call.stamp
+    n_pend = pend_job.shape[0]
+    last_user = lim.user_max.shape[0] - 1
+    for i in range(call.run_job.shape[0]):
+        mark[call.run_job[i]] = stamp
+    out = np.empty(tracked.shape[0] + n_pend, dtype=np.int64)
+    cand = np.empty(n_pend if lim.count_apps else 0, dtype=np.int64)
+    n = m = 0
+    for i in range(n_pend):
+        j = pend_job[i]
+        if mark[j] == stamp and seq[j] >= 0:
+            continue
+        mark[j] = stamp  # first request of a job in this call (or of a job running too)
+        if seq[j] < 0:  # first seen: FIFO position, leaf and user
+            seq[j] = next_seq
+            next_seq += 1
+            jobs.job_leaf[j] = call.pend_leaf[i]
+            jobs.job_user[j] = call.pend_user[i] if call.pend_user[i] >= 0 else last_user
+        if jobs.started[j] and not jobs.listed[j]:  # back with new tasks: its AM counts again
+            jobs.listed[j] = True
+            out[n] = j
+            n += 1
+        if lim.count_apps and not jobs.runnable[j]:
+            cand[m] = j
+            m += 1
+    for k in range(tracked.shape[0]):
+        j = tracked[k]
+        if mark[j] == stamp:
+            out[n] = j
+            n += 1
+        else:  # the application ended
+            jobs.listed[j] = False
+            jobs.runnable[j] = False
+    return out, n, cand, m, next_seq
+
+
+@njit(cache=True)
+def _counts(out, n, lim, jobs):
+    """Runnable applications per queue subtree and per user, and AM usage per queue, of
+    the tracked jobs ``out[:n]``."""
+    parent = lim.parent
+    q_count = np.zeros(parent.shape[0], dtype=np.int64)
+    u_count = np.zeros(lim.user_max.shape[0], dtype=np.int64)
+    am_used = np.zeros((parent.shape[0], 3))
+    for k in range(n):
+        j = out[k]
+        if jobs.runnable[j]:
+            u_count[jobs.job_user[j]] += 1
+            q = jobs.job_leaf[j]
+            while q >= 0:
+                q_count[q] += 1
+                q = parent[q]
+        if jobs.started[j]:
+            for r in range(3):
+                am_used[jobs.job_leaf[j], r] += jobs.am_req[j, r]
+    return q_count, u_count, am_used
+
+
+@njit(cache=True)
+def _admit(cand, m, out, n, lim, jobs, q_count, u_count):
+    """Make the waiting jobs ``cand[:m]`` runnable in FIFO order while the limits allow
+    (the counts updated); returns the new number of tracked jobs in ``out``."""
+    parent, queue_max = lim.parent, lim.queue_max
+    keys = np.empty(m, dtype=np.int64)
+    for k in range(m):
+        keys[k] = jobs.seq[cand[k]]
+    for k in np.argsort(keys):
+        if q_count[0] >= queue_max[0]:
+            break  # the root is full: nothing else can start
+        j = cand[k]
+        u = jobs.job_user[j]
+        if u_count[u] >= lim.user_max[u]:
+            continue
+        q = jobs.job_leaf[j]
+        ok = True
+        while q >= 0:
+            if q_count[q] >= queue_max[q]:
+                ok = False
+                break
+            q = parent[q]
+        if not ok:
+            continue
+        jobs.runnable[j] = True
+        u_count[u] += 1
+        q = jobs.job_leaf[j]
+        while q >= 0:
+            q_count[q] += 1
+            q = parent[q]
+        if not jobs.listed[j]:
+            jobs.listed[j] = True
+            out[n] = j
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def _keep(call, lim, jobs):
+    """``(keep, may_start)``: which pending requests belong to runnable jobs (empty without
+    ``count_apps``), and whether some of them could be an AM."""
+    n_pend = call.pend_job.shape[0]
+    keep = np.empty(n_pend if lim.count_apps else 0, dtype=np.bool_)
+    may_start = False
+    for i in range(n_pend):
+        j = call.pend_job[i]
+        ok = jobs.runnable[j] or not lim.count_apps
+        if lim.count_apps:
+            keep[i] = ok
+        if ok and not jobs.started[j]:
+            may_start = True
+    return keep, may_start
+
+
+@njit(cache=True)
+def track(call, lim, jobs, tracked, next_seq):
     """One scheduling point of bookkeeping; returns ``(tracked, keep, am_used, may_start,
-    next_seq)``.
+    next_seq)``.  ``call``, ``lim``, ``jobs``: :class:`CallJobs`, :class:`QueueLimits` and
+    :class:`JobMemory` as plain tuples (``tuple(x)``: the dispatcher types those in C).
 
     ``tracked`` lists the jobs that were live and runnable or started at the previous call
     (``listed`` marks them); the ones no longer pending or running end here (they stop
@@ -80,91 +231,12 @@ def track(pend_job, pend_leaf, pend_user, run_job, tracked, count_apps, parent, 
     ``mark[j] == stamp`` says job ``j`` is live now (``stamp`` grows by one every call).
     One pass over the running containers, two over the pending requests.
     """
-    n_pend = pend_job.shape[0]
-    last_user = user_max.shape[0] - 1
-    for i in range(run_job.shape[0]):
-        mark[run_job[i]] = stamp
-    out = np.empty(tracked.shape[0] + n_pend, dtype=np.int64)
-    cand = np.empty(n_pend if count_apps else 0, dtype=np.int64)
-    n = m = 0
-    for i in range(n_pend):
-        j = pend_job[i]
-        if mark[j] == stamp and seq[j] >= 0:
-            continue
-        mark[j] = stamp  # first request of a job in this call (or of a job running too)
-        if seq[j] < 0:  # first seen: FIFO position, leaf and user
-            seq[j] = next_seq
-            next_seq += 1
-            job_leaf[j] = pend_leaf[i]
-            job_user[j] = pend_user[i] if pend_user[i] >= 0 else last_user
-        if started[j] and not listed[j]:  # back with new tasks: its AM counts again
-            listed[j] = True
-            out[n] = j
-            n += 1
-        if count_apps and not runnable[j]:
-            cand[m] = j
-            m += 1
-    for k in range(tracked.shape[0]):
-        j = tracked[k]
-        if mark[j] == stamp:
-            out[n] = j
-            n += 1
-        else:  # the application ended
-            listed[j] = False
-            runnable[j] = False
-    q_count = np.zeros(parent.shape[0], dtype=np.int64)
-    u_count = np.zeros(user_max.shape[0], dtype=np.int64)
-    am_used = np.zeros((parent.shape[0], 3))
-    for k in range(n):
-        j = out[k]
-        if runnable[j]:
-            u_count[job_user[j]] += 1
-            q = job_leaf[j]
-            while q >= 0:
-                q_count[q] += 1
-                q = parent[q]
-        if started[j]:
-            for r in range(3):
-                am_used[job_leaf[j], r] += am_req[j, r]
+    call, lim, jobs = CallJobs(*call), QueueLimits(*lim), JobMemory(*jobs)
+    out, n, cand, m, next_seq = _live(call, lim, jobs, tracked, next_seq)
+    q_count, u_count, am_used = _counts(out, n, lim, jobs)
     if m:
-        keys = np.empty(m, dtype=np.int64)
-        for k in range(m):
-            keys[k] = seq[cand[k]]
-        for k in np.argsort(keys):
-            if q_count[0] >= queue_max[0]:
-                break  # the root is full: nothing else can start
-            j = cand[k]
-            u = job_user[j]
-            if u_count[u] >= user_max[u]:
-                continue
-            q = job_leaf[j]
-            ok = True
-            while q >= 0:
-                if q_count[q] >= queue_max[q]:
-                    ok = False
-                    break
-                q = parent[q]
-            if not ok:
-                continue
-            runnable[j] = True
-            u_count[u] += 1
-            q = job_leaf[j]
-            while q >= 0:
-                q_count[q] += 1
-                q = parent[q]
-            if not listed[j]:
-                listed[j] = True
-                out[n] = j
-                n += 1
-    keep = np.empty(n_pend if count_apps else 0, dtype=np.bool_)
-    may_start = False
-    for i in range(n_pend):
-        j = pend_job[i]
-        ok = runnable[j] or not count_apps
-        if count_apps:
-            keep[i] = ok
-        if ok and not started[j]:
-            may_start = True
+        n = _admit(cand, m, out, n, lim, jobs, q_count, u_count)
+    keep, may_start = _keep(call, lim, jobs)
     return out[:n].copy(), keep, am_used, may_start, next_seq
 
 
@@ -275,11 +347,11 @@ class AppLimits:
         after :meth:`begin`; ``run_job`` may be empty when the running containers' jobs
         were marked already.  ``keep`` is None when every pending request may get a
         container."""
+        call = (pend_job, pend_queue, pend_user, run_job, self.stamp)
+        lim = (self.count_apps, self.parent, self.queue_max, self.user_max)
+        jobs = tuple(getattr(self, name) for name in JobMemory._fields)
         self.tracked, keep, am_used, may_start, self.next_seq = track(
-            pend_job, pend_queue, pend_user, run_job, self.tracked, self.count_apps,
-            self.parent, self.queue_max, self.user_max, self.job_leaf, self.job_user,
-            self.seq, self.next_seq, self.started, self.runnable, self.listed, self.am_req,
-            self.mark, self.stamp)
+            call, lim, jobs, self.tracked, self.next_seq)
         return (keep if self.count_apps and not keep.all() else None), am_used, may_start
 
     def note_started(self, jobs: np.ndarray, req: np.ndarray) -> None:

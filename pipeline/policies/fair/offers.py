@@ -17,17 +17,20 @@ default assigns one container per heartbeat, which tracereplay does not model).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numba import njit
 
 from pipeline.policies.capacity.reader import Reader, read_properties
+from pipeline.policies.drf import Nodes, Placements
+from pipeline.policies.fair.fill_state import AmCheck, Fill, FillTree, Pending
 from pipeline.policies.fair.kernel import fair_fill
 from pipeline.policies.locality.gate import (
     FS_COUNT,
     FS_TIME,
     Candidates,
+    GateState,
     LocalityRule,
     LocalityState,
     at_offer,
@@ -68,16 +71,17 @@ def wants_offers(rule: LocalityRule, view: SchedView, rows: np.ndarray | None) -
 
 
 def fill_on_offers(view: SchedView, rule: LocalityRule, state: LocalityState,
-                   sel: np.ndarray | None, args: tuple, app_job: np.ndarray,
-                   n_queues: int, models: tuple[np.ndarray, np.ndarray]
+                   sel: np.ndarray | None, fill: Fill, node_of_req: np.ndarray,
+                   app_job: np.ndarray, models: tuple[np.ndarray, np.ndarray]
                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Requests (indices into the kernel's ``req``) placed and their nodes, heartbeat by
-    heartbeat (``args``: :func:`~pipeline.policies.fair.kernel.fair_fill`'s inputs up to
-    ``gate``; ``app_job``: job code per application, tree node ``n_queues + a``;
-    ``models``: the requests' GPU model masks and the nodes' model bits)."""
+    """Requests (indices into ``fill.pending.req``) placed and their nodes, heartbeat by
+    heartbeat (``fill``: :func:`~pipeline.policies.fair.kernel.fair_fill`'s inputs;
+    ``node_of_req``: each request's application as a tree node; ``app_job``: job code per
+    application, tree node ``n_queues + a``; ``models``: the requests' GPU model masks and
+    the nodes' model bits)."""
     assert view.offers is not None
     pend, nodes = view.pending, view.nodes
-    req, node_of_req = args[0], args[1]
+    req, n_queues = fill.pending.req, fill.tree.n_queues
     nq = n_queues + len(app_job)
     job_of_node = np.concatenate([np.full(n_queues, -1, np.int64),
                                   np.asarray(app_job, np.int64)])
@@ -90,30 +94,49 @@ def fill_on_offers(view: SchedView, rule: LocalityRule, state: LocalityState,
                        np.asarray(node_of_req, np.int64), nq, np.asarray(pend.ready_s)[rows],
                        models)
     fit = np.maximum(req, np.asarray(pend.req)[rows])
-    run = offer_run(view.offers, nodes, cands, rule, state, fit, np.arange(len(fit)),
-                    cursor_start(node_of_req, nq), job_of_node)
-    n = fs_offers(args, len(fit), *run)
-    return run[-2][:n], run[-1][:n]
+    run = OfferRun(*offer_run(view.offers, nodes, cands, rule, state, fit,
+                              np.arange(len(fit)), cursor_start(node_of_req, nq),
+                              job_of_node))
+    n = fs_offers(tuple(tuple(x) for x in fill), run, len(fit))
+    return run.out_req[:n], run.out_node[:n]
+
+
+class OfferRun(NamedTuple):
+    """The heartbeats of one call and what the offer loop keeps across them
+    (:func:`~pipeline.policies.locality.gate.offer_run`, same order)."""
+
+    off_node: np.ndarray  # (offers,) int64: the node of each heartbeat, in time order
+    off_time: np.ndarray  # (offers,) float64: its time, s
+    free: np.ndarray  # (nodes, 3) float64: the up nodes' free room (down: 0)
+    smallest: np.ndarray  # (3,) float64: the smallest request's room, less a tolerance
+    ready_times: np.ndarray  # (requests not done,) float64: ready times, s, sorted
+    gate: GateState  # the locality gate's state (no node offered yet)
+    visits: np.ndarray  # (1,) int64: offers that changed the gate's state
+    out_req: np.ndarray  # (requests,) int64: placed request rows, in order ...
+    out_node: np.ndarray  # ... and their nodes
 
 
 @njit(cache=True)
-def fs_offers(args, n_all, off_node, off_time, free, smallest, ready_times, gate, visits,
-              out_req, out_node):
-    """Run :func:`fair_fill` for each heartbeat in turn; return how many of the ``n_all``
+def fs_offers(fill, run, n_all):
+    """Run :func:`fair_fill` for each heartbeat of ``run`` (:class:`OfferRun`) in turn, on
+    ``fill`` (:class:`~.fill_state.Fill` as plain tuples); return how many of the ``n_all``
     requests were placed."""
+    tree, pending, am = FillTree(*fill[0]), Pending(*fill[1]), AmCheck(*fill[2])
+    nodes = Nodes(*fill[3])
+    free, visits, out_req, out_node = run.free, run.visits, run.out_req, run.out_node
     idle_room = np.full(3, -np.inf)
     cursor = np.zeros(1, np.int64)
-    got = np.empty(len(out_req), np.int64)
-    got_node = np.empty(len(out_req), np.int64)
+    got = Placements(np.empty(len(out_req), np.int64), np.empty(len(out_req), np.int64))
     n = 0
-    for o in range(len(off_node)):
-        nd = off_node[o]
-        if not worth_offering(free, nd, smallest, idle_room, off_time[o], ready_times, cursor,
-                              n):
+    for o in range(len(run.off_node)):
+        nd = run.off_node[o]
+        if not worth_offering(free, nd, run.smallest, idle_room, run.off_time[o],
+                              run.ready_times, cursor, n):
             continue
         before = visits[0]
-        k = fair_fill(*args, at_offer(gate, nd, off_time[o]), got, got_node)
-        n = offered(k, got, nd, n, out_req, out_node, visits[0] != before, free, idle_room)
+        k = fair_fill(tree, pending, am, nodes, at_offer(run.gate, nd, run.off_time[o]), got)
+        n = offered(k, got.req, nd, n, out_req, out_node, visits[0] != before, free,
+                    idle_room)
         if n == n_all:
             break
     return n

@@ -30,10 +30,11 @@ import numpy as np
 
 from pipeline.errors import UsageError
 from pipeline.policies.base import Param, PolicyBase, PreemptionProfile
-from pipeline.policies.drf import group_by_code, inverse_capacity
-from pipeline.policies.fair.apps import AppNumbering
+from pipeline.policies.drf import Nodes, Placements, group_by_code, inverse_capacity
+from pipeline.policies.fair.apps import AppNumbering, AppTree
 from pipeline.policies.fair.config import NEVER, UNLIMITED, QueueSetup, build
-from pipeline.policies.fair.kernel import fair_fill, leaf_usage
+from pipeline.policies.fair.fill_state import AmCheck, Fill, FillTree, Pending
+from pipeline.policies.fair.kernel import fair_fill_plain, leaf_usage
 from pipeline.policies.fair.limits import AppLimits, am_limits, increments
 from pipeline.policies.fair.offers import (
     SITE_PROPS,
@@ -251,24 +252,19 @@ class FairScheduler(PolicyBase):
         started = (np.concatenate([np.ones(tree.n_queues, np.bool_),
                                    lim.started[tree_.app_job]]) if check_am else _NO_STARTED)
         m = len(req_job)
-        out_req, out_node = np.empty(m, np.int64), np.empty(m, np.int64)
-        ix = self.index_
         req = np.ascontiguousarray(req)
-        indptr, order = group_by_code(tree_.node_of_req, len(tree_.parent))
-        args = (req, tree_.node_of_req, tree_.parent, tree_.child_ptr, tree_.child_idx,
-                tree_.kind, tree_.weight, tree_.min_share, tree_.max_share, tree_.usage,
-                tree_.demand, inverse_capacity(view.nodes.cap, view.nodes.state), tree_.rank,
-                tree.n_queues, started, am_used, am_limit, check_am, view.nodes.cap,
-                ix.alloc, ix.ncont, ix.up, *ix._arrays(), indptr, order)
         models = model_masks(view.nodes, pending_allow(view, sel))
+        fill = self._fill_inputs(view, tree_, req, started, am_used, am_limit, check_am,
+                                 models[1])
         if wants_offers(self.rule_, view, sel):
-            placed, nodes = fill_on_offers(view, self.rule_, self.locality_, sel, args,
-                                           tree_.app_job, tree.n_queues, models)
+            placed, nodes = fill_on_offers(view, self.rule_, self.locality_, sel, fill,
+                                           tree_.node_of_req, tree_.app_job, models)
             # waiting work: the next heartbeats count (at least every second)
             out.wake_at_s = view.now + min(self.beat_, 1.0) if len(placed) < m else None
         else:
-            c = fair_fill(*args, no_offer(*models), out_req, out_node)
-            placed, nodes = out_req[:c], out_node[:c]
+            out_ = Placements(np.empty(m, np.int64), np.empty(m, np.int64))
+            c = fair_fill_plain(*(tuple(x) for x in fill), no_offer(*models), tuple(out_))
+            placed, nodes = out_.req[:c], out_.node[:c]
         if lim.active and len(placed):
             lim.note_started(req_job[placed], req[placed])
         out.place_req = placed if sel is None else sel[placed]
@@ -276,6 +272,23 @@ class FairScheduler(PolicyBase):
         if self.preemption:
             self._note_first(pending.job, pending.row, out.place_req)
         return out
+
+    def _fill_inputs(self, view: SchedView, apps: AppTree, req: np.ndarray,
+                     started: np.ndarray, am_used: np.ndarray, am_limit: np.ndarray,
+                     check_am: bool, bits: np.ndarray) -> Fill:
+        """The fill's named inputs for this call (:mod:`.fill_state`; ``bits``: the nodes'
+        GPU model bits)."""
+        ix = self.index_
+        indptr, order = group_by_code(apps.node_of_req, len(apps.parent))
+        tree = FillTree(apps.parent, apps.child_ptr, apps.child_idx, apps.kind, apps.weight,
+                        apps.min_share, apps.max_share, apps.usage, apps.demand, apps.rank,
+                        inverse_capacity(view.nodes.cap, view.nodes.state),
+                        self.queues_.tree.n_queues)
+        nodes = Nodes(view.nodes.cap, ix.alloc, ix.ncont, ix.up, ix.key, ix.val, ix.pri,
+                      ix.left, ix.right, ix.parent, ix.agg, ix.member, ix.root, ix.skey,
+                      ix.sfree, ix.cnt, ix.stack, bits)
+        return Fill(tree, Pending(req, indptr, order),
+                    AmCheck(check_am, started, am_used, am_limit), nodes)
 
     def grow_am_rows(self, jobs: np.ndarray) -> None:
         """Size ``am_row_`` to the largest job code in ``jobs`` (doubling)."""

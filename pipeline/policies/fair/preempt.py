@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pipeline.policies.fair.kernel import DRF
-from pipeline.policies.fair.victims import node_order, victims_for
+from pipeline.policies.fair.victims import Victims, node_order, victims_for
 
 WAIT_BEFORE_KILL_S = 15.0  # FairSchedulerConfiguration waitTimeBeforeKill (15000 ms)
 NEXT_STARVATION_CHECK_S = 10.0  # waitTimeBeforeNextStarvationCheck (10000 ms)
@@ -160,13 +160,13 @@ class FairPreemption:
              ) -> None:
         """Serve each leaf's claim (steps 1-2 and 4 of the module doc), leaf by leaf."""
         out = np.empty(len(run.q), dtype=np.int64)
+        v = Victims(run.up, run.ptr, run.idx, run.req, run.q, run.am, run.marked, run.free,
+                    run.promised, run.q_ok, run.room, run.dims)
         for leaf in np.flatnonzero((claims > 0).any(axis=1)).tolist():
             self.next_check[leaf] = now + RECHECK_DELAY_S  # preemptionTriggered
             mine = np.flatnonzero(pend_leaf == leaf)
             for i in mine[starved_requests(claims[leaf], pend_req[mine])].tolist():
-                nd, n = victims_for(pend_req[i], run.up, run.ptr, run.idx, run.req, run.q,
-                                    run.am, run.marked, run.free, run.promised, run.q_ok,
-                                    run.room, run.dims, out)
+                nd, n = victims_for(pend_req[i], v, out)
                 if n > 0:
                     chosen = out[:n].copy()
                     self.promises.append(Promise(

@@ -23,6 +23,8 @@ tracereplay choices: owners are leaf queues (starvation is queue-level, see :mod
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -57,24 +59,43 @@ def _may_lose(q, c, taken, room, dims):
     return True
 
 
+class Victims(NamedTuple):
+    """The running containers and nodes as the victim search reads them (``marked``,
+    ``promised`` and ``room`` updated in place as sets are chosen)."""
+
+    up: np.ndarray  # (nodes,) bool: the node is up
+    ptr: np.ndarray  # (nodes + 1,) int64: node -> its containers in ``idx`` (CSR) ...
+    idx: np.ndarray  # ... running indices, in the order they are looked at (node_order)
+    req: np.ndarray  # (running, 3) float64: each container's size
+    q: np.ndarray  # (running,) int64: its owner (victim queue index)
+    am: np.ndarray  # (running,) bool: it is an AM container
+    marked: np.ndarray  # (running,) bool: already chosen for preemption
+    free: np.ndarray  # (nodes, 3) float64: unallocated room
+    promised: np.ndarray  # (nodes, 3) float64: room promised to earlier preemptions
+    q_ok: np.ndarray  # (queues,) bool: the queue may lose containers
+    room: np.ndarray  # (queues, 3) float64: what it may still lose (usage - fair share)
+    dims: np.ndarray  # (queues, 3) bool: the resources its policy compares
+
+
 @njit(cache=True)
-def _on_node(req, nd, ptr, idx, cont_req, cont_q, cont_am, marked, free, promised, q_ok,
-             room, dims, taken, max_am, out):
-    """Containers of node ``nd`` that make room for ``req``: their count written to
-    ``out``, and the number of AM containers among them; (-1, 0) when the node cannot."""
+def _on_node(req, nd, v, taken, max_am, out):
+    """Containers of node ``nd`` that make room for ``req`` (``v``: :class:`Victims`): their
+    count written to ``out``, and the number of AM containers among them; (-1, 0) when the
+    node cannot."""
+    cont_req, cont_q = v.req, v.q
     pot = np.empty(3)
     for k in range(3):
-        pot[k] = max(free[nd, k] - promised[nd, k], 0.0)
+        pot[k] = max(v.free[nd, k] - v.promised[nd, k], 0.0)
     n = 0
     n_am = 0
     ok = False
-    for j in range(ptr[nd], ptr[nd + 1]):
-        i = idx[j]
-        if marked[i]:
+    for j in range(v.ptr[nd], v.ptr[nd + 1]):
+        i = v.idx[j]
+        if v.marked[i]:
             continue
         q = cont_q[i]
-        if q_ok[q] and _may_lose(q, cont_req[i], taken, room, dims):
-            if cont_am[i]:
+        if v.q_ok[q] and _may_lose(q, cont_req[i], taken, v.room, v.dims):
+            if v.am[i]:
                 n_am += 1
                 if n_am >= max_am:
                     break
@@ -94,19 +115,19 @@ def _on_node(req, nd, ptr, idx, cont_req, cont_q, cont_am, marked, free, promise
 
 
 @njit(cache=True)
-def victims_for(req, up, ptr, idx, cont_req, cont_q, cont_am, marked, free, promised, q_ok,
-                room, dims, out):
-    """Containers to preempt so ``req`` fits on one node: ``(node, count)``, the chosen
-    running indices in ``out[:count]``; node -1 when no node can make room (count 0 when a
-    node has room already).  Marks them and updates ``promised`` and ``room``."""
-    taken = np.zeros_like(room)
+def victims_for(req, v, out):
+    """Containers to preempt so ``req`` fits on one node (``v``: :class:`Victims`):
+    ``(node, count)``, the chosen running indices in ``out[:count]``; node -1 when no node
+    can make room (count 0 when a node has room already).  Marks them and updates
+    ``promised`` and ``room``."""
+    up, ptr = v.up, v.ptr
+    taken = np.zeros_like(v.room)
     scratch = np.empty(len(out), dtype=np.int64)
     best_node, best_n, best_am = -1, 0, 1 << 30
     for nd in range(len(up)):
         if not up[nd] or ptr[nd + 1] == ptr[nd]:
             continue
-        n, n_am = _on_node(req, nd, ptr, idx, cont_req, cont_q, cont_am, marked, free,
-                           promised, q_ok, room, dims, taken, best_am, scratch)
+        n, n_am = _on_node(req, nd, v, taken, best_am, scratch)
         if n < 0:
             continue
         best_node, best_n, best_am = nd, n, n_am
@@ -115,8 +136,8 @@ def victims_for(req, up, ptr, idx, cont_req, cont_q, cont_am, marked, free, prom
             break
     for m in range(best_n):
         i = out[m]
-        marked[i] = True
+        v.marked[i] = True
         for k in range(3):
-            promised[best_node, k] += cont_req[i, k]
-            room[cont_q[i], k] -= cont_req[i, k]
+            v.promised[best_node, k] += v.req[i, k]
+            v.room[v.q[i], k] -= v.req[i, k]
     return best_node, best_n
