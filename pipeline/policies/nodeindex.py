@@ -36,6 +36,8 @@ query returns them; an index without a mask does exactly what it did before.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -62,7 +64,7 @@ from pipeline.policies.nodetree import (
     sync,
     update_nodes,
 )
-from pipeline.policies.treap import leftmost, rightmost
+from pipeline.policies.treap import Walk, leftmost, rightmost
 from pipeline.sim.interface import NodeView
 from pipeline.sim.jit import helper
 
@@ -93,19 +95,87 @@ def _add_failure(failed, n_failed, rc, rm, rg):
 _NO_INPUTS = np.zeros((0, 0), np.int64)
 
 
-@njit(cache=True)
-def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, key, val, pri,
-                left, right, parent, agg, member, root, skey, sfree, cnt, stack, inputs,
-                allow, bits, out_req, out_node):
-    """Place requests in order; return how many were placed (``out_*`` hold the pairs).
+class Mirror(NamedTuple):
+    """The index's copy of node state (node slots; updated as it places)."""
 
-    ``packing`` False: least allocated first.  True: the medium node with the highest usage
-    that stays at or below ``thr`` after placement (first among those holding the request's
-    data, ``inputs`` rows; zero columns: no locality), else a random empty node (``u[i]``),
-    else the busy node with the lowest usage.  Each choice is among the nodes whose GPU
-    model the request allows (``allow`` masks, empty: every request allows any; ``bits``:
-    the nodes' model bits).
+    cap: np.ndarray  # (nodes, 3) float: capacity, cpu / mem GiB / gpu (the view's)
+    alloc: np.ndarray  # (nodes, 3) float: allocated, same units
+    ncont: np.ndarray  # (nodes,) int32: containers on the node
+    up: np.ndarray  # (nodes,) bool: up and in the index (not hidden, inside its mask)
+    thr: float  # packing threshold: memory usage (fraction of capacity) a node may reach
+
+
+class Trees(NamedTuple):
+    """The search structures over node slots (:mod:`pipeline.policies.nodetree` layout)."""
+
+    key: np.ndarray  # (nodes,) float: usage key, mem usage + 1e-6 x cpu usage
+    val: np.ndarray  # (nodes, 4) float: free cpu, free mem, free gpu, threshold headroom
+    pri: np.ndarray  # (nodes,) float: fixed treap priorities
+    left: np.ndarray  # (N_TREES, nodes) int: treap left child, -1: none
+    right: np.ndarray  # (N_TREES, nodes) int: treap right child, -1: none
+    parent: np.ndarray  # (N_TREES, nodes) int: treap parent, -1: root or not a member
+    agg: np.ndarray  # (N_TREES, nodes, 4) float: treap subtree maxima of ``val``
+    member: np.ndarray  # (N_TREES, nodes) bool: the node is in that treap
+    root: np.ndarray  # (6,) int: treap roots, which treaps are on, search/visit counters
+    skey: np.ndarray  # (2 p,) float: segment tree, minimum key of the subtree
+    sfree: np.ndarray  # (3, 2 p) float: segment tree, maximum free cpu / mem / gpu
+    cnt: np.ndarray  # (2 p,) int: segment tree, empty up nodes in the subtree
+    stack: np.ndarray  # (>= 3 (2 p + 2),) int: scratch for the walks
+
+
+class Batch(NamedTuple):
+    """The requests of one :meth:`NodeIndex.place` call, in placement order."""
+
+    req: np.ndarray  # (requests, 3) float: cpu / mem GiB / gpu asked
+    u: np.ndarray  # (requests,) float in [0, 1): draw choosing a random empty node
+    inputs: np.ndarray  # (requests, k) int: nodes holding its data, -1 padded; k 0: none
+    allow: np.ndarray  # (requests,) int: allowed GPU model mask; empty: any model
+    bits: np.ndarray  # (nodes,) int: each node's GPU model bit (:func:`model_masks`)
+
+
+@helper
+def _update_node(nd, mirror, trees):
+    """Re-file node ``nd`` in every tree in use after its allocation changed."""
+    _update(nd, mirror.cap, mirror.alloc, mirror.ncont, mirror.up, mirror.thr, trees.key,
+            trees.val, trees.pri, trees.left, trees.right, trees.parent, trees.agg,
+            trees.member, trees.root, trees.skey, trees.sfree, trees.cnt)
+
+
+@helper
+def _packing_node(batch, i, mask, capmax_mem, mirror, trees):
+    """Packing's choice for request ``i``: a medium node holding its data, else the medium
+    node with the highest usage staying at or below the threshold, else a random empty
+    node, else the busy node with the lowest usage; -1: none fits."""
+    rc, rm, rg = batch.req[i, 0], batch.req[i, 1], batch.req[i, 2]
+    bits, val, thr = batch.bits, trees.val, mirror.thr
+    nd = busy_holder(batch.inputs, i, mirror.cap, mirror.alloc, mirror.ncont, mirror.up, val,
+                     thr, (rc, rm, rg)) if batch.inputs.shape[1] else -1
+    if nd >= 0 and not may_use(mask, bits, nd):
+        nd = -1
+    # headroom >= rm needs usage <= thr - rm / cap: bound the key (float margin)
+    bound = thr * (1 + SLACK) - rm / capmax_mem + 2 * TIE + 1e-9
+    if nd < 0:
+        walk = Walk(trees.left[0], trees.right[0], trees.agg[0], val, trees.key, trees.stack)
+        nd = rightmost(trees.root[0], bound, (rc, rm, rg, rm), walk, mask, bits)
+    if nd < 0:
+        nd = _pick_low(batch.u[i], trees.cnt, val, rc, rm, rg, mask, bits)
+    if nd < 0:
+        nd = leftmost(trees.root[0], rc, rm, rg, -np.inf, trees.left[0], trees.right[0],
+                      trees.agg[0], val, trees.stack, mask, bits)
+    return nd
+
+
+@njit(cache=True)
+def place_batch(batch, packing, capmax_mem, mirror, trees, out_req, out_node):
+    """Place ``batch``'s requests in order; return how many were placed (``out_*`` hold the
+    pairs).
+
+    ``packing`` False: least allocated first.  True: :func:`_packing_node` (data locality
+    from ``batch.inputs``).  Each choice is among the nodes whose GPU model the request
+    allows (``batch.allow`` masks, empty: every request allows any).  ``capmax_mem``: the
+    largest node memory seen (bounds the packing key search).
     """
+    req, sfree = batch.req, trees.sfree
     c = 0
     m = req.shape[0]
     # Room only shrinks during a batch: a request at least as large as one that fit nowhere
@@ -126,25 +196,12 @@ def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, k
             continue  # fits no node now
         if _dominates_failure(failed, n_failed, rc, rm, rg):
             continue
-        mask = allow[i] if allow.shape[0] else 0
+        mask = batch.allow[i] if batch.allow.shape[0] else 0
         if packing:
-            nd = busy_holder(inputs, i, cap, w_alloc, w_ncont, w_up, val, thr, (rc, rm, rg)) \
-                if inputs.shape[1] else -1
-            if nd >= 0 and not may_use(mask, bits, nd):
-                nd = -1
-            # headroom >= rm needs usage <= thr - rm / cap: bound the key (float margin)
-            bound = thr * (1 + SLACK) - rm / capmax_mem + 2 * TIE + 1e-9
-            if nd < 0:
-                nd = rightmost(root[0], bound, rc, rm, rg, rm, left[0], right[0], agg[0], val,
-                               key, stack, mask, bits)
-            if nd < 0:
-                nd = _pick_low(u[i], cnt, val, rc, rm, rg, mask, bits)
-            if nd < 0:
-                nd = leftmost(root[0], rc, rm, rg, -np.inf, left[0], right[0], agg[0], val,
-                              stack, mask, bits)
+            nd = _packing_node(batch, i, mask, capmax_mem, mirror, trees)
         else:
-            nd = _least_used(skey, sfree, rc, rm, rg, stack, mask, bits, root, left, right, agg,
-                            val)
+            nd = _least_used(trees.skey, sfree, rc, rm, rg, trees.stack, mask, batch.bits,
+                             trees.root, trees.left, trees.right, trees.agg, trees.val)
         if nd < 0:
             if mask != 0:  # it fit no node of its models: says nothing of other requests
                 continue
@@ -153,10 +210,9 @@ def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, k
             n_failed = _add_failure(failed, n_failed, rc, rm, rg)
             continue
         for k in range(3):
-            w_alloc[nd, k] += req[i, k]
-        w_ncont[nd] += 1
-        _update(nd, cap, w_alloc, w_ncont, w_up, thr, key, val, pri, left, right, parent, agg,
-                member, root, skey, sfree, cnt)
+            mirror.alloc[nd, k] += req[i, k]
+        mirror.ncont[nd] += 1
+        _update_node(nd, mirror, trees)
         out_req[c] = i
         out_node[c] = nd
         c += 1
@@ -164,24 +220,23 @@ def place_batch(req, u, packing, thr, cap, capmax_mem, w_alloc, w_ncont, w_up, k
 
 
 @njit(cache=True)
-def place_named(order, req, node, cap, w_alloc, w_ncont, w_up, thr, key, val, pri, left,
-                right, parent, agg, member, root, skey, sfree, cnt, out):
+def place_named(order, req, node, mirror, trees, out):
     """Place requests ``order`` (in order) each on its own node ``node[i]`` where that node is
     up and has room (the index's room, so the core never refuses it); return how many were
     placed (``out`` holds their request indices)."""
+    val = trees.val
     c = 0
     for j in range(order.shape[0]):
         i = order[j]
         nd = node[i]
-        if nd < 0 or not w_up[nd]:
+        if nd < 0 or not mirror.up[nd]:
             continue
         if req[i, 0] > val[nd, 0] or req[i, 1] > val[nd, 1] or req[i, 2] > val[nd, 2]:
             continue
         for k in range(3):
-            w_alloc[nd, k] += req[i, k]
-        w_ncont[nd] += 1
-        _update(nd, cap, w_alloc, w_ncont, w_up, thr, key, val, pri, left, right, parent, agg,
-                member, root, skey, sfree, cnt)
+            mirror.alloc[nd, k] += req[i, k]
+        mirror.ncont[nd] += 1
+        _update_node(nd, mirror, trees)
         out[c] = i
         c += 1
     return c
@@ -219,6 +274,12 @@ class NodeIndex:
     def _arrays(self) -> tuple:
         return (self.key, self.val, self.pri, self.left, self.right, self.parent, self.agg,
                 self.member, self.root, self.skey, self.sfree, self.cnt, self.stack)
+
+    def _trees(self) -> Trees:
+        return Trees(*self._arrays())
+
+    def _mirror(self, nodes: NodeView) -> Mirror:
+        return Mirror(nodes.cap, self.alloc, self.ncont, self.up, float(self.threshold))
 
     def refresh(self, nodes: NodeView) -> None:
         """Bring the changed nodes up to date (rebuild outright when many changed)."""
@@ -292,8 +353,8 @@ class NodeIndex:
         is up and fits (e.g. where a trace recorded it); return the placed indices."""
         out = np.empty(len(order), dtype=np.int64)
         c = place_named(np.ascontiguousarray(order, dtype=np.int64), np.ascontiguousarray(req),
-                        np.ascontiguousarray(node, dtype=np.int64), nodes.cap, self.alloc,
-                        self.ncont, self.up, self.threshold, *self._arrays()[:-1], out)
+                        np.ascontiguousarray(node, dtype=np.int64), self._mirror(nodes),
+                        self._trees(), out)
         return out[:c]
 
     def place(self, nodes: NodeView, req: np.ndarray, u: np.ndarray | None,
@@ -307,8 +368,9 @@ class NodeIndex:
         out_node = np.empty(m, dtype=np.int64)
         uu = np.zeros(m) if u is None else u
         capmax = self.capmax_mem if self.capmax_mem > 0 else np.inf
-        c = place_batch(np.ascontiguousarray(req), uu, packing, self.threshold, nodes.cap,
-                        capmax, self.alloc, self.ncont, self.up, *self._arrays(),
-                        _NO_INPUTS if inputs is None else np.ascontiguousarray(inputs, np.int64),
-                        *model_masks(nodes, allow), out_req, out_node)
+        batch = Batch(np.ascontiguousarray(req), uu,
+                      _NO_INPUTS if inputs is None else np.ascontiguousarray(inputs, np.int64),
+                      *model_masks(nodes, allow))
+        c = place_batch(batch, packing, capmax, self._mirror(nodes), self._trees(), out_req,
+                        out_node)
         return out_req[:c], out_node[:c]

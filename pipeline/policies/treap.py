@@ -16,10 +16,26 @@ cost, is balanced in expectation; results depend only on keys.  ``key``, ``val``
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
 from numba import njit
 
 from pipeline.policies.models import may_use
 from pipeline.sim.jit import helper
+
+
+class Walk(NamedTuple):
+    """One treap as a query walks it (:func:`rightmost`): its links and maxima, the shared
+    node keys and rooms, and a scratch stack.  Built in the caller's compiled loop from the
+    index's arrays (views, no copies)."""
+
+    left: np.ndarray  # (nodes,) int: left child of each node slot, -1: none
+    right: np.ndarray  # (nodes,) int: right child, -1: none
+    agg: np.ndarray  # (nodes, 4) float: maxima of ``val`` over the node's subtree
+    val: np.ndarray  # (nodes, 4) float: free cpu, free mem, free gpu, threshold headroom
+    key: np.ndarray  # (nodes,) float: usage key the treap is ordered by (with the slot)
+    stack: np.ndarray  # (>= nodes,) int: scratch for the iterative walk
 
 
 @helper
@@ -157,9 +173,12 @@ def leftmost(t, rc, rm, rg, rh, left, right, agg, val, stack, mask, bits):
 
 
 @helper
-def rightmost(t, bound, rc, rm, rg, rh, left, right, agg, val, key, stack, mask, bits):
-    """The last node with key <= ``bound`` that fits (and whose model ``mask`` allows), or -1
-    (reverse in-order walk)."""
+def rightmost(t, bound, need, walk, mask, bits):
+    """The last node with key <= ``bound`` that fits ``need`` (cpu, mem, gpu, headroom) and
+    whose model ``mask`` allows, or -1 (reverse in-order walk of ``walk`` from ``t``)."""
+    rc, rm, rg, rh = need
+    left, right, agg, val, key, stack = (walk.left, walk.right, walk.agg, walk.val, walk.key,
+                                         walk.stack)
     sp = 0
     while True:
         while t >= 0 and _fits(agg[t], rc, rm, rg, rh):

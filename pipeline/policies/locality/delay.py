@@ -35,7 +35,7 @@ import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.locality.gate import grown
-from pipeline.policies.locality.kernel import delay_schedule
+from pipeline.policies.locality.kernel import Jobs, Offers, Pending, Rule, delay_schedule
 from pipeline.policies.models import model_masks, pending_allow
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 from pipeline.sim.needs import Needs
@@ -107,14 +107,16 @@ class DelayScheduling(PolicyBase):
             shapes, shape_of = np.full((1, 3), np.inf), np.full(len(req), -1)
         out_req = np.empty(len(job), np.int64)
         out_node = np.empty(len(job), np.int64)
-        n, self.last_hb_ = delay_schedule(
-            off_node, off_time, free, np.asarray(nodes.rack), np.asarray(pend.ready_s),
-            req, job, np.asarray(pend.inputs), has_in, order, running,
-            self.skip_, self.level_, self.wait_, self.skipped_, self.last_hb_,
-            0 if self.delay == "skip" else 1, int(self.skip_count), self.w1_, self.w2_,
-            np.ascontiguousarray(shapes, dtype=np.float64),
-            np.asarray(shape_of, dtype=np.int64).ravel(),
-            *model_masks(nodes, pending_allow(view)), self.slot_, out_req, out_node)
+        offers = Offers(off_node, off_time, free, np.asarray(nodes.rack))
+        tasks = Pending(np.asarray(pend.ready_s), req, job, np.asarray(pend.inputs), has_in,
+                        order, np.ascontiguousarray(shapes, dtype=np.float64),
+                        np.asarray(shape_of, dtype=np.int64).ravel(),
+                        *model_masks(nodes, pending_allow(view)))
+        jobs_state = Jobs(running, self.skip_, self.level_, self.wait_, self.skipped_,
+                          self.slot_)
+        rule = Rule(0 if self.delay == "skip" else 1, int(self.skip_count), self.w1_, self.w2_)
+        n, self.last_hb_ = delay_schedule(offers, tasks, jobs_state, rule, self.last_hb_,
+                                          out_req, out_node)
         return Decisions(place_req=out_req[:n], place_node=out_node[:n], wake_at_s=wake)
 
     def _running(self, jobs: np.ndarray, run_job: np.ndarray) -> np.ndarray:
