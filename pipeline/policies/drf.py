@@ -35,8 +35,8 @@ from numba import njit
 from pipeline.errors import UsageError
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.models import model_masks, pending_allow
-from pipeline.policies.nodeindex import NodeIndex
-from pipeline.policies.nodetree import (
+from pipeline.policies.placement.nodeindex import NodeIndex
+from pipeline.policies.placement.nodetree import (
     _least_used,
     _update,
     dominated_by_failure,
@@ -81,7 +81,7 @@ class Users(NamedTuple):
 
 
 class Nodes(NamedTuple):
-    """The node index's arrays (:class:`~pipeline.policies.nodeindex.NodeIndex`, same
+    """The node index's arrays (:class:`~pipeline.policies.placement.nodeindex.NodeIndex`, same
     names) and the nodes' GPU model bits; the index is updated in place as requests land."""
 
     cap: np.ndarray  # (n, 3) float64: capacity (the view's)

@@ -20,14 +20,14 @@ Where the kernel keeps indexes (a segment tree over users, the node index's tree
 cache of requests that fit nowhere), this reference scans lists.  The arithmetic is the
 kernel's, in its order, so the two agree to the bit: a share is ``U_ij x (1 / R_j)``, a
 node's room is ``capacity x (1 + SLACK) + 0.5e-12 - allocated`` and its key
-``memory fraction + TIE x cpu fraction`` (:mod:`pipeline.policies.nodetree`).
+``memory fraction + TIE x cpu fraction`` (:mod:`pipeline.policies.placement.nodetree`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from pipeline.policies.nodetree import SLACK, TIE
+from pipeline.policies.placement.nodetree import SLACK, TIE
 from pipeline.sim.interface import NodeView
 
 RESOURCES = range(3)  # cpu, memory, gpu

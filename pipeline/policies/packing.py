@@ -30,7 +30,7 @@ import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.models import pending_allow
-from pipeline.policies.nodeindex import NodeIndex
+from pipeline.policies.placement.nodeindex import NodeIndex
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 from pipeline.sim.needs import Needs
 

@@ -10,7 +10,7 @@ allowance mask (``view.pending.gpu_allow``; 0: any node).  A task may run on nod
 recorded ``unschedulable`` when it arrives, never blocking others (the FGD paper's
 simulator treats such pods the same way).
 
-The shared placement searches honour the mask (:mod:`pipeline.policies.nodeindex` and the
+The shared placement searches honour the mask (:mod:`pipeline.policies.placement.nodeindex` and the
 kernels built on it, the HPC pool, delay scheduling's and Quincy's fit tests), so every
 policy places constrained tasks only where they may run.  The core still checks each
 placement: one on a node of another model is held back (the task stays pending, the node

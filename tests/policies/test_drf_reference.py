@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from pipeline.policies.drf import progressive_fill
 from pipeline.policies.drf_reference import progressive_filling
-from pipeline.policies.nodeindex import NodeIndex
+from pipeline.policies.placement.nodeindex import NodeIndex
 from pipeline.sim.interface import NodeView, readonly
 
 pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)

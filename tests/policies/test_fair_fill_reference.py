@@ -22,7 +22,7 @@ from pipeline.policies.fair.fill_state import AmCheck, FillTree, Pending
 from pipeline.policies.fair.kernel import fair_fill_plain
 from pipeline.policies.locality.gate import no_offer
 from pipeline.policies.models import NO_BITS, NO_MASK
-from pipeline.policies.nodeindex import NodeIndex
+from pipeline.policies.placement.nodeindex import NodeIndex
 from pipeline.sim.interface import NodeView, readonly
 
 pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeline.errors import UsageError
-from pipeline.policies.nodeindex import NodeIndex
+from pipeline.policies.placement.nodeindex import NodeIndex
 from pipeline.sim.interface import NodeView
 
 LABEL_NAME = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_-]{0,254}$")

@@ -64,7 +64,7 @@ from pipeline.policies.capacity.state import (
 )
 from pipeline.policies.locality.gate import CS, LocalityRule, LocalityState, no_offer
 from pipeline.policies.models import pending_allow
-from pipeline.policies.nodeindex import NodeIndex
+from pipeline.policies.placement.nodeindex import NodeIndex
 from pipeline.policies.queues import QueuePlacement, groups_provider
 from pipeline.policies.queues.report import queue_rows
 from pipeline.policies.settings import Setting

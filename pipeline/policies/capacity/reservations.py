@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.policies.nodeindex import NodeIndex
+from pipeline.policies.placement.nodeindex import NodeIndex
 from pipeline.sim.interface import NodeView
 from pipeline.sim.models import may_run
 

@@ -40,7 +40,7 @@ from pipeline.policies.drf import Nodes, Placements
 from pipeline.policies.fair.app_heap import AppHeap, seg_argmin, seg_set
 from pipeline.policies.fair.fill_state import AmCheck, FillTree, Pending
 from pipeline.policies.locality.gate import pick, refresh_local, taken
-from pipeline.policies.nodetree import (
+from pipeline.policies.placement.nodetree import (
     _least_used,
     _update,
     dominated_by_failure,

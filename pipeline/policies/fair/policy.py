@@ -51,7 +51,7 @@ from pipeline.policies.fair.settings import fair_file_settings
 from pipeline.policies.fair.shares import tree_shares
 from pipeline.policies.locality.gate import LocalityState, no_offer
 from pipeline.policies.models import model_masks, pending_allow
-from pipeline.policies.nodeindex import NodeIndex
+from pipeline.policies.placement.nodeindex import NodeIndex
 from pipeline.policies.queues.report import queue_rows
 from pipeline.policies.settings import Setting
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.policies.nodetree import SLACK
+from pipeline.policies.placement.nodetree import SLACK
 from pipeline.sim.interface import NodeView
 from pipeline.sim.models import may_run
 

@@ -1,6 +1,6 @@
 """The node index's compiled structures: per-node key and room, the segment tree over node
 slots and the treaps in usage order, and the searches and updates on them
-(:mod:`pipeline.policies.nodeindex` describes the queries they answer).
+(:mod:`pipeline.policies.placement.nodeindex` describes the queries they answer).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from pipeline.policies.models import may_use
-from pipeline.policies.treap import erase, insert, leftmost
+from pipeline.policies.placement.treap import erase, insert, leftmost
 from pipeline.sim.jit import helper
 
 SLACK = 0.5e-9

@@ -11,7 +11,7 @@ queries in O(log n) (expected):
   room, so pruning by room works), and a random *empty* node is its ``floor(u * count)``-th
   empty leaf (else the next one that fits);
 - for packing, a treap of the busy nodes ordered by ``(key, slot)`` with subtree maxima of
-  room (:mod:`pipeline.policies.treap`): *medium set, higher usage first, staying at or
+  room (:mod:`pipeline.policies.placement.treap`): *medium set, higher usage first, staying at or
   below the threshold* is its rightmost node whose headroom covers the request, and *busy
   nodes, lower usage first* its leftmost node that fits.  (A slot-ordered tree cannot do
   the first: the most used nodes are the ones with no room.)
@@ -41,10 +41,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from pipeline.policies import treap
 from pipeline.policies.locality.candidates import busy_holder
 from pipeline.policies.models import may_use, model_masks
-from pipeline.policies.nodetree import (
+from pipeline.policies.placement import treap
+from pipeline.policies.placement.nodetree import (
     ADAPT_MIN,
     ADAPT_VISITS,
     ALL,
@@ -64,7 +64,7 @@ from pipeline.policies.nodetree import (
     sync,
     update_nodes,
 )
-from pipeline.policies.treap import Walk, leftmost, rightmost
+from pipeline.policies.placement.treap import Walk, leftmost, rightmost
 from pipeline.sim.interface import NodeView
 from pipeline.sim.jit import helper
 
@@ -106,7 +106,7 @@ class Mirror(NamedTuple):
 
 
 class Trees(NamedTuple):
-    """The search structures over node slots (:mod:`pipeline.policies.nodetree` layout)."""
+    """The search structures over node slots (layout of :mod:`~.placement.nodetree`)."""
 
     key: np.ndarray  # (nodes,) float: usage key, mem usage + 1e-6 x cpu usage
     val: np.ndarray  # (nodes, 4) float: free cpu, free mem, free gpu, threshold headroom

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.policies.nodeindex import SLACK, TIE, NodeIndex
+from pipeline.policies.placement.nodeindex import SLACK, TIE, NodeIndex
 from pipeline.sim.interface import NodeView, readonly
 
 pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)
@@ -111,7 +111,7 @@ def test_index_matches_reference(case: dict, packing: bool, treap: bool) -> None
 def test_least_allocated_searches_switch_to_the_treap_once_expensive() -> None:
     """The index counts what its segment-tree searches cost and switches to the all-node
     treap (same answers) only after enough expensive ones; cheap ones never switch it."""
-    from pipeline.policies import nodetree as ni
+    from pipeline.policies.placement import nodetree as ni
 
     index = NodeIndex(8)
     index.root[ni.VISITS], index.root[ni.SEARCHES] = 30 * 2000, 2000
