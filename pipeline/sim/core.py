@@ -20,32 +20,33 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 import numpy as np
 
 from pipeline.sim import kernels
+from pipeline.sim.admission import Admission
 from pipeline.sim.cluster import FixedCluster
 from pipeline.sim.columns import Finished
 from pipeline.sim.contention import SpeedChanges, work_done
+from pipeline.sim.decisions import DecisionStep
 from pipeline.sim.deps import Dependencies
 from pipeline.sim.gangs import Gangs
 from pipeline.sim.gpus import GpuDevices
 from pipeline.sim.heap import heap_top
 from pipeline.sim.heartbeat import Heartbeats
-from pipeline.sim.interface import ClusterInfo, NodeView, Policy, PolicyError, readonly
+from pipeline.sim.interface import ClusterInfo, Policy, PolicyError
 from pipeline.sim.jobstats import JobStats
 from pipeline.sim.models import GpuModels
 from pipeline.sim.needs import Needs
 from pipeline.sim.nodemanager import NodeManagers
-from pipeline.sim.ops import Operations
+from pipeline.sim.options import READ_MB_S, SimOptions, SimSummary
 from pipeline.sim.pending import PendingQueue
+from pipeline.sim.runs import RunStops
 from pipeline.sim.source import Arrivals, TaskBatch
-from pipeline.sim.speculation import Speculating
+from pipeline.sim.speculation import Speculation
 from pipeline.sim.tasks import (
     BLOCKED,
     CENSORED,
-    HAS_INPUTS,
     IS_PARENT,
     N_DONE,
     NM_QUEUED,
@@ -54,13 +55,13 @@ from pipeline.sim.tasks import (
     REC_N,
     RUNNING,
     UNFINISHED,
-    UNSCHEDULABLE,
     Heap,
     Records,
     RecordSink,
     TaskTable,
 )
 from pipeline.sim.usage import Usage
+from pipeline.sim.views import PolicyViews
 
 Cluster = FixedCluster  # or pipeline.sim.autoscaler.ElasticCluster (same duck type)
 
@@ -70,56 +71,18 @@ MAX_IDLE_WAKES = 1000
 # Scheduling points between two calls of the progress callback (cheap, and frequent enough:
 # a 1 M-task replay has a few thousand points per second of wall time).
 PROGRESS_EVERY = 256
-# MiB/s a task reads its input at: node-local (one disk), rack-local (through the top-of-rack
-# switch), off-rack (through the oversubscribed core).  Chosen so that a task that only reads
-# runs twice as fast node-local as off-rack, as the delay-scheduling paper measured for
-# IO-heavy work (Zaharia et al., EuroSys 2010, section 5: "up to 2x"); a 128 MiB HDFS block
-# takes 1 s, 1.33 s and 2 s.
-READ_MB_S = (128.0, 96.0, 64.0)
 
+class Simulation:
+    """One replay of a task stream on a cluster through a policy.
 
-@dataclass(frozen=True)
-class SimOptions:
-    """Knobs of the core that are not the policy's: batching grid, horizon and censoring.
-
-    ``horizon_s``: the replay stops there (the trace window's end, by default): tasks still
-    running or waiting end ``unfinished`` and every node still provisioned is released
-    there, so a fixed cluster is measured over exactly the window.  ``None`` drains: the
-    replay runs until every task is accounted for.
-    ``censor_at_s``: tasks the trace records as still running at its window's end
-    (``censored``) have no known end: they run until this time and are then stopped
-    (``unfinished``), never restarted beyond it.  ``None`` runs them for their recorded
-    duration like any other task.
+    The core keeps the state and the loop; its components act on it at named points:
+    ``admission`` (arriving tasks get slots), ``views`` (what the policy is shown),
+    ``decisions`` (asking the policy and applying its decisions at each scheduling point),
+    ``runs`` (runs that end early: stops, evictions, containers back to the RM),
+    ``speculation`` (speculative copies: launched by the decision step, settled after each
+    completion step, split off a stop, dropped at the end), ``speed_changes`` and ``nm``
+    (the NodeManagers' queues), each typed against :class:`pipeline.sim.context.SimContext`.
     """
-
-    sched_interval_s: float = 1.0
-    horizon_s: float | None = None
-    censor_at_s: float | None = None
-    read_mb_s: tuple[float, float, float] = READ_MB_S
-
-
-@dataclass
-class SimSummary:
-    """What the core counted while running (the records carry the rest)."""
-
-    end_s: float
-    tasks: int
-    events: int
-    scheduling_points: int
-    policy_calls: int
-    placements: int
-    sim_s: float = 0.0
-    # placements held back because their gang was not placed whole (pipeline.sim.gangs)
-    gang_held: int = 0
-    # placements held back because their GPU request fit no device (pipeline.sim.gpus)
-    gpu_held: int = 0
-    # placements held back: the node's GPU model is not one the task allows
-    # (pipeline.sim.models)
-    gpu_model_held: int = 0
-
-
-class Simulation(Operations, Speculating):
-    """One replay of a task stream on a cluster through a policy."""
 
     def __init__(self, cluster: Cluster, policy: Policy, batches: Iterable[TaskBatch],
                  sink: RecordSink, *, users: tuple[str, ...] = ("",),
@@ -157,19 +120,6 @@ class Simulation(Operations, Speculating):
         self.nm: NodeManagers | None = None  # set in run() when the policy asks for one
         self._incoming: list[tuple[np.ndarray, np.ndarray]] = []
         nodes = cluster.nodes
-        self.node_view = NodeView(
-            cap=readonly(nodes.cap), alloc=readonly(nodes.alloc), used=readonly(nodes.used),
-            n_containers=readonly(nodes.ncont), state=readonly(nodes.state),
-            speed=readonly(nodes.speed), rack=readonly(nodes.rack),
-            opp_alloc=readonly(nodes.oalloc), opp_queued=readonly(nodes.oppq),
-            opp_oldest_s=readonly(nodes.oppq_since), done=readonly(nodes.done),
-            done_run_s=readonly(nodes.done_s),
-            gpu_free=readonly(self.gpus.free) if self.gpus is not None else None,
-            gpu_model=readonly(self.models.bits) if self.models is not None else None,
-        )
-        if self.gpus is not None:  # the GPU a request cannot use, as policies see it
-            self._view_alloc = nodes.alloc.copy()
-            self.node_view.alloc = readonly(self._view_alloc)
         self.info = ClusterInfo(
             kind=cluster.kind, n_nodes=len(nodes), min_nodes=cluster.min_nodes,
             max_nodes=cluster.max_nodes, n_racks=cluster.n_racks, users=users, queues=queues,
@@ -186,29 +136,25 @@ class Simulation(Operations, Speculating):
         censor_at = self.options.censor_at_s
         self.open_flag = CENSORED if censor_at is not None else 0
         self._read_rate = np.asarray(self.options.read_mb_s, dtype=np.float64)
-        self._heartbeats: Heartbeats | None = None  # set in run(), after the policy's setup
-        self._hb_from = -np.inf
         # the core stops censored tasks itself only when the run goes on past that time
         self._censor_due = censor_at is not None and (
             self.options.horizon_s is None or censor_at < self.options.horizon_s)
         self._follow_slot = np.zeros(4096, dtype=np.int64)
         self._follow_end = np.zeros(4096)
         self._clock = np.zeros(1)  # the last completion's end
-        self._spec_slot = np.zeros(4096, dtype=np.int64)  # SPEC completions to settle
-        self._spec_end = np.zeros(4096)
-        self._n_spec = np.zeros(1, dtype=np.int64)
         self.job_stats: JobStats | None = None  # for policies that compare tasks with their job
         self.speed_changes = speed_changes  # machines' speeds over time (transient contention)
         if speed_changes is not None:
             self.tasks.enable_extras()
+        # the components, called at the named points of the loop (see the class docstring)
+        self.views = PolicyViews(self)
+        self.decisions = DecisionStep(self)
+        self.runs = RunStops(self, self.options.sched_interval_s, speed_changes is not None)
+        self.speculation = Speculation(self)
+        self.admission = Admission(self)
 
     def _next_speed_change(self) -> float:
         return np.inf if self.speed_changes is None else self.speed_changes.next_time()
-
-    def work_done(self, at: float, slots: np.ndarray) -> np.ndarray:
-        """Work (s at speed 1.0) running ``slots`` have done at ``at`` on machines whose
-        speed changed (:func:`pipeline.sim.contention.work_done`)."""
-        return work_done(self.tasks, self.cluster.nodes.speed, at, slots)
 
     def _provide(self, needs: object) -> None:
         """Set up what the policy's ``setup`` asked for (:class:`~pipeline.sim.needs.Needs`)."""
@@ -217,8 +163,8 @@ class Simulation(Operations, Speculating):
                               f"{type(needs).__name__}, not Needs (pipeline.sim.needs)")
         self.needs = needs
         if needs.heartbeat_s:
-            self._heartbeats = Heartbeats(len(self.cluster.nodes), float(needs.heartbeat_s),
-                                          int(self.rng.integers(2**62)))
+            self.views.heartbeats = Heartbeats(
+                len(self.cluster.nodes), float(needs.heartbeat_s), int(self.rng.integers(2**62)))
         if needs.node_managers is not None:
             self.nm = NodeManagers(len(self.cluster.nodes), needs.node_managers)
             self.tasks.enable_extras()
@@ -258,7 +204,7 @@ class Simulation(Operations, Speculating):
             if horizon is None or at < horizon:  # nothing starts when the replay stops
                 if self.nm is not None:
                     self.nm.step(self, at)
-                self._schedule(at)
+                self.decisions.step(at)
                 scaled = self.cluster.autoscale(at, self.queue.req, self.queue.enter)
                 if scaled:
                     self.events += scaled
@@ -336,7 +282,7 @@ class Simulation(Operations, Speculating):
                 self.cluster.node_up(t, node)
                 self.needs_decision = True
             else:
-                self._evict_node(t, node)
+                self.runs.evict_node(t, node)
                 self.cluster.node_down(t, node)
         for batch, lo, hi in self.arrivals.take(at):
             self._admit(batch, lo, hi)
@@ -348,8 +294,9 @@ class Simulation(Operations, Speculating):
             return  # (the heap's earliest entry is later: nothing is due; spares a kernel
             # call, whose ~60 arrays cost ~9 us to pass, e.g. at each node event)
         before = int(t.counters[N_DONE])
-        out = Finished(self._follow_slot, self._follow_end, self._clock, self._spec_slot,
-                       self._spec_end, self._n_spec)
+        spec = self.speculation
+        out = Finished(self._follow_slot, self._follow_end, self._clock, spec.due_slot,
+                       spec.due_end, spec.n_due)
         while True:
             first = int(t.counters[REC_N])
             status, nf = kernels.complete_until(limit, h, t, n, r, out)
@@ -357,10 +304,7 @@ class Simulation(Operations, Speculating):
                 self._tally(first, int(t.counters[REC_N]))
             if nf:
                 self._release_children(self._follow_slot[:nf].copy(), self._follow_end[:nf])
-            ns = int(self._n_spec[0])
-            if ns:  # attempts of speculated tasks: the first of each to finish wins
-                self._n_spec[0] = 0
-                self.settle_completions(self._spec_slot[:ns].copy(), self._spec_end[:ns].copy())
+            spec.settle_due()  # attempts of speculated tasks: the first to finish wins
             if status == 0:
                 break
             r.room(t.counters, 1)
@@ -390,73 +334,8 @@ class Simulation(Operations, Speculating):
 
     # -- arrivals ---------------------------------------------------------------------
     def _admit(self, b: TaskBatch, lo: int, hi: int) -> None:
-        """Admit tasks ``lo:hi`` of ``b``: unschedulable ones are recorded, others get slots."""
-        self.n_tasks += hi - lo
-        self.events += hi - lo
-        fits = self.cluster.fits_some(b.req[lo:hi])
-        if self.models is not None and b.allow is not None:
-            fits &= self.models.fits(b.req[lo:hi], b.allow[lo:hi])
-        bad = np.flatnonzero(~fits)
-        if len(bad):
-            self.records.write_rows(self.tasks.counters, b.row[lo:hi][bad],
-                                    b.job[lo:hi][bad], UNSCHEDULABLE)
-            for i in bad.tolist():
-                if lo + i in b.task_id:
-                    self.deps.fail(b.task_id[lo + i])
-        local = np.flatnonzero(fits) + lo
-        if len(local) == 0:
-            return
-        t = self.tasks
-        slots = t.alloc(len(local))  # free slots come reset (kernel or release)
-        t.row[slots] = b.row[local]
-        if t.extras_on:  # (lazy fields of a reused slot are not reset by the kernel)
-            t.asks[slots] = 0
-        t.submit[slots] = b.submit[local]
-        t.ready[slots] = b.submit[local]
-        t.duration[slots] = b.duration[local]
-        t.req[slots] = b.req[local]
-        t.used[slots] = b.used[local]
-        self.usage.admit(t, slots, b.usage_of(local))
-        for name in ("user", "queue", "job", "priority"):
-            getattr(t, name)[slots] = getattr(b, name)[local]
-        t.kind[slots] = b.kind[local] if b.kind is not None else 0
-        if self.job_stats is not None:
-            self.job_stats.arrive(t.job[slots].astype(np.int64), t.kind[slots].astype(np.int64))
-        t.state[slots] = PENDING
-        if self.open_flag and b.censored is not None:
-            t.flags[slots[b.censored[local]]] |= CENSORED
-        # (the completion kernel resets only what every run uses: a reused slot keeps these
-        # until they are set, so they are set for every task of a run that uses them)
-        t.requested[slots] = b.requested[local] if b.requested is not None else np.nan
-        if self.models is not None:
-            t.allow[slots] = b.allow[local] if b.allow is not None else 0
-        if self.gangs is not None:
-            self.gangs.arrive(t, slots, b.gang[local] if b.gang is not None
-                              else np.full(len(local), -1, dtype=np.int64))
-        if b.recorded_start is not None:
-            t.recorded_start[slots] = b.recorded_start[local]
-            t.recorded_node[slots] = b.recorded_node[local]
-        if b.inputs is not None:
-            t.inp[slots] = b.inputs[local]
-            has = b.has_inputs[local]
-            t.flags[slots[has]] |= HAS_INPUTS
-            t.inputs_on = t.inputs_on or bool(has.any())
-        if b.input_mb is not None:
-            t.input_mb[slots] = b.input_mb[local]
-        if b.deps or b.task_id:
-            self._admit_sparse(b, local, slots)
-        ok = t.state[slots] == PENDING
-        self._incoming.append((t.submit[slots[ok]], slots[ok]))
-
-    def _admit_sparse(self, b: TaskBatch, local: np.ndarray, slots: np.ndarray) -> None:
-        t = self.tasks
-        for i, slot in zip(local.tolist(), slots.tolist(), strict=True):
-            if i in b.task_id and self.deps.is_parent(b.task_id[i]):
-                self.deps.slot_id[slot] = b.task_id[i]
-                t.flags[slot] |= IS_PARENT
-            if i in b.deps and not self.deps.arrive(slot, b.deps[i]):
-                t.state[slot] = BLOCKED
-                t.ready[slot] = np.nan
+        """Admit tasks ``lo:hi`` of ``b`` (:meth:`pipeline.sim.admission.Admission.admit`)."""
+        self.admission.admit(b, lo, hi)
 
     def _merge_incoming(self) -> None:
         if not self._incoming:
@@ -480,8 +359,8 @@ class Simulation(Operations, Speculating):
         self._merge_incoming()
         t = self.tasks
         censored = (t.flags & CENSORED) != 0
-        self._stop(at, np.flatnonzero(censored & (t.state == RUNNING)), requeue=False,
-                   outcome=UNFINISHED)
+        self.runs.stop(at, np.flatnonzero(censored & (t.state == RUNNING)), requeue=False,
+                       outcome=UNFINISHED)
         queued = np.flatnonzero(censored[self.queue.slots])
         self._record_waiting(self.queue.remove(queued), at)
         if self.nm is not None:  # censored containers waiting at a NodeManager
@@ -494,7 +373,7 @@ class Simulation(Operations, Speculating):
         t = self.tasks
         outcome = np.where(t.last_preempted[slots], PREEMPTED, UNFINISHED).astype(np.int8)
         self.records.write_slots(t.counters, t, slots, outcome, np.nan,
-                                 np.full(len(slots), -1), self.remaining_work(at, slots))
+                                 np.full(len(slots), -1), self.runs.remaining_work(at, slots))
         for s in slots[(t.flags[slots] & IS_PARENT) != 0].tolist():
             self.deps.fail(self.deps.slot_id[s], s)
         t.release(slots)
@@ -506,22 +385,25 @@ class Simulation(Operations, Speculating):
         work was left.  Tasks submitted after the end were never seen (remaining NaN).
         """
         self._merge_incoming()
-        self.drop_running_copies(end)
+        self.speculation.drop_running(end)
         t, c = self.tasks, self.tasks.counters
         inst = self.cluster.nodes.instance
         running = t.in_state(RUNNING)
         done = self.usage.stop(t, end, running, self.cluster.nodes.speed)
         if self.speed_changes is not None:
-            done = self.work_done(end, running)
+            done = work_done(t, self.cluster.nodes.speed, end, running)
         self.records.write_slots(c, t, running, UNFINISHED, np.nan, inst[t.node[running]],
                                  np.maximum(t.duration[running] - done, 0.0))
         nm_queued = self.nm.take(self) if self.nm is not None else t.in_state(NM_QUEUED)
         waiting = np.concatenate([self.queue.slots, t.in_state(BLOCKED), nm_queued])
         outcome = np.where(t.last_preempted[waiting], PREEMPTED, UNFINISHED).astype(np.int8)
         self.records.write_slots(c, t, waiting, outcome, np.nan, np.full(len(waiting), -1),
-                                 self.remaining_work(end, waiting))
+                                 self.runs.remaining_work(end, waiting))
         for b, lo, hi in self.arrivals.rest():
             self.n_tasks += hi - lo
             self.records.write_rows(c, b.row[lo:hi], b.job[lo:hi], UNFINISHED, np.nan)
         self.records.flush(c)
         self.cluster.close(end)
+
+
+__all__ = ["READ_MB_S", "SimOptions", "SimSummary", "Simulation"]

@@ -423,7 +423,7 @@ class SchedView:
     # computed when a policy first reads it (one that does not, e.g. with no data-local
     # request, pays nothing; ``beats is None`` asks whether there are heartbeats at all)
     beats: Callable[[], tuple[np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
-    # per job and task kind (pipeline.sim.speculation.JobStats: ``arrived``, ``finished``,
+    # per job and task kind (pipeline.sim.jobstats.JobStats: ``arrived``, ``finished``,
     # ``run_s_sum``, ``run_s_sq``, (jobs, 3) arrays), for policies with Needs.job_stats
     jobs: object | None = None
 

@@ -252,12 +252,12 @@ class NodeManagers:
             self._pause(sim, at, victims, arr)
         else:
             self.counts[f"killed_{reason}"] += len(arr)
-            sim._stop(at, arr, requeue=True, reason="opp_kill")
+            sim.runs.stop(at, arr, requeue=True, reason="opp_kill")
 
     def _pause(self, sim: SimContext, at: float, victims: dict[int, list[int]],
                slots: np.ndarray) -> None:
         t = sim.tasks
-        done = sim.release_runs(at, slots)
+        done = sim.runs.release(at, slots)
         t.work0[slots] = done
         t.state[slots] = NM_QUEUED
         t.flags[slots] = (t.flags[slots] & ~OPPORTUNISTIC) | PAUSED

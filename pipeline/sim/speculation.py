@@ -20,8 +20,11 @@ What happens to the pair when something else stops one attempt:
 - the original killed, or stopped at the trace's window end or the replay's horizon: the
   copy dies with it.
 
-Also kept here: per-job statistics a speculation rule reads (:class:`JobStats`: tasks
-admitted and finished per job and kind, and the finished ones' run times).
+The core holds one :class:`Speculation` as ``sim.speculation`` and calls it at named points:
+:meth:`~Speculation.launch` (a policy's copies), :meth:`~Speculation.settle_due` (after each
+completion step), :meth:`~Speculation.split_stops` (runs stopped early) and
+:meth:`~Speculation.drop_running` (the replay's end).  A replay without copies pays a length
+check at each of those points and nothing else (no flag is ever ``SPEC``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import numpy as np
 
 from pipeline.sim import kernels
 from pipeline.sim.cluster import UP
+from pipeline.sim.decisions import gpu_checked
 from pipeline.sim.heap import heap_push
 from pipeline.sim.interface import PolicyError
 from pipeline.sim.tasks import (
@@ -58,71 +62,93 @@ if TYPE_CHECKING:
     from pipeline.sim.context import SimContext
 
 
-class Speculating:
-    """Speculative-copy handling, mixed into :class:`pipeline.sim.core.Simulation` (typed
-    against :class:`pipeline.sim.context.SimContext`, the core's declared shape)."""
+# completions of speculated tasks the completion kernel can list per call (it stops early
+# when the list is full; the core calls it again)
+DUE_ROOM = 4096
 
-    def is_copy(self: SimContext, slots: np.ndarray) -> np.ndarray:
+
+class Speculation:
+    """Speculative copies of the simulation ``sim``: launched, settled, handed over and
+    dropped (typed against :class:`pipeline.sim.context.SimContext`, the core's declared
+    shape).  The copy links and figures are task-table fields (``twin``, ``spec``,
+    ``spec_end``, which the completion kernel reads); this component owns the list of
+    completions the kernel hands back to settle."""
+
+    def __init__(self, sim: SimContext) -> None:
+        self.sim = sim
+        # completions of SPEC attempts the kernel listed: slots, ends, and (1,) how many
+        self.due_slot = np.zeros(DUE_ROOM, dtype=np.int64)
+        self.due_end = np.zeros(DUE_ROOM)
+        self.n_due = np.zeros(1, dtype=np.int64)
+
+    def is_copy(self, slots: np.ndarray) -> np.ndarray:
         """Whether each of ``slots`` is a speculative copy (only copies have ``spec_end``)."""
-        return is_copy(self.tasks, slots)
+        return is_copy(self.sim.tasks, slots)
 
     # -- launching ------------------------------------------------------------------------
-    def launch_copies(self: SimContext, at: float, run_idx: np.ndarray, node: np.ndarray) -> None:
+    def launch(self, at: float, run_idx: np.ndarray, node: np.ndarray) -> None:
         """Check and start the copies a policy asked for (``run_idx`` into its running view)."""
-        running = self._running_slots
-        name = self.policy_name
+        sim = self.sim
+        running = sim.views.running_slots
+        name = sim.policy_name
         if running is None or np.any((run_idx < 0) | (run_idx >= len(running))):
             raise PolicyError(f"policy '{name}' asked for a copy of a container outside "
                               "view.running (return Needs(running=True) from setup)")
         if len(np.unique(run_idx)) != len(run_idx):
             raise PolicyError(f"policy '{name}' asked for two copies of one task at t={at:g}s")
-        n = self.cluster.nodes
+        n = sim.cluster.nodes
         if np.any((node < 0) | (node >= len(n.state))):
             raise PolicyError(f"policy '{name}' sent a copy to a node out of range")
-        self.tasks.enable_extras()
-        t = self.tasks
+        sim.tasks.enable_extras()
         orig = running[run_idx]
-        opp = (t.flags[orig] & OPPORTUNISTIC) != 0
-        bad = np.flatnonzero(self.is_copy(orig) | (t.twin[orig] >= 0) | (t.node[orig] == node)
-                             | (n.state[node] != UP) | (t.state[orig] != RUNNING) | opp)
-        if len(bad):
-            i = int(bad[0])
-            s = int(orig[i])
-            why = ("was stopped in the same call" if t.state[s] != RUNNING
-                   else "is itself a copy" if self.is_copy(orig[i:i + 1])[0]
-                   else "already has a running copy" if t.twin[s] >= 0
-                   else "would run on the original's node" if t.node[s] == node[i]
-                   else "is opportunistic (copies are of guaranteed containers)" if opp[i]
-                   else "targets a node that is not up")
-            raise PolicyError(f"policy '{name}' copy {i} rejected at t={at:g}s: task (trace "
-                              f"row {int(t.row[s])}) {why}")
+        self._check_originals(at, orig, node)
         copies = self._copy_slots(orig)
-        t = self.tasks  # (the table may have grown)
-        kept, _, bound = self.gpu_checked(np.arange(len(copies)), node, copies)
+        t = sim.tasks  # (the table may have grown)
+        kept, _, bound = gpu_checked(sim, np.arange(len(copies)), node, copies)
         if len(kept) < len(copies):  # held back: the node's GPU model or devices cannot
             t.release(np.delete(copies, kept))
             orig, copies, node = orig[kept], copies[kept], node[kept]
-        h = self.heap
+        h = sim.heap
         h.reserve(int(t.counters[kernels.HEAP_N]), len(copies))
         bad_i, _code = kernels.apply_placements(
             at, np.arange(len(copies), dtype=np.int64), node, copies, h, t, n,
-            self.open_flag, self._read_rate)
+            sim.open_flag, sim._read_rate)
         if bad_i >= 0:
             s = int(orig[bad_i])
             raise PolicyError(f"policy '{name}' copy {bad_i} rejected at t={at:g}s: task "
                               f"(trace row {int(t.row[s])}) on node {int(node[bad_i])}: "
                               "it does not fit the node's free capacity")
         if bound:
-            self.gpus.commit(bound, t)
+            assert sim.gpus is not None
+            sim.gpus.commit(bound, t)
         self._link(at, orig, copies, node)
-        if self.nm is not None:  # a copy is a guaranteed container: it may need room
-            self.nm.make_room(self, at, copies, node)
+        if sim.nm is not None:  # a copy is a guaranteed container: it may need room
+            sim.nm.make_room(sim, at, copies, node)
 
-    def _copy_slots(self: SimContext, orig: np.ndarray) -> np.ndarray:
+    def _check_originals(self, at: float, orig: np.ndarray, node: np.ndarray) -> None:
+        """The policy's error if a copy of ``orig`` on ``node`` cannot start."""
+        sim = self.sim
+        t, n = sim.tasks, sim.cluster.nodes
+        opp = (t.flags[orig] & OPPORTUNISTIC) != 0
+        bad = np.flatnonzero(self.is_copy(orig) | (t.twin[orig] >= 0) | (t.node[orig] == node)
+                             | (n.state[node] != UP) | (t.state[orig] != RUNNING) | opp)
+        if len(bad) == 0:
+            return
+        i = int(bad[0])
+        s = int(orig[i])
+        why = ("was stopped in the same call" if t.state[s] != RUNNING
+               else "is itself a copy" if self.is_copy(orig[i:i + 1])[0]
+               else "already has a running copy" if t.twin[s] >= 0
+               else "would run on the original's node" if t.node[s] == node[i]
+               else "is opportunistic (copies are of guaranteed containers)" if opp[i]
+               else "targets a node that is not up")
+        raise PolicyError(f"policy '{sim.policy_name}' copy {i} rejected at t={at:g}s: task "
+                          f"(trace row {int(t.row[s])}) {why}")
+
+    def _copy_slots(self, orig: np.ndarray) -> np.ndarray:
         """New slots holding copies of tasks ``orig`` (pending, ready to be placed)."""
-        t = self.tasks
+        t = self.sim.tasks
         copies = t.alloc(len(orig))
-        t = self.tasks
         for name in ("row", "submit", "ready", "duration", "req", "used", "user", "queue",
                      "job", "priority", "kind", "inp", "input_mb", "requested", "allow"):
             arr = getattr(t, name)
@@ -133,9 +159,11 @@ class Speculating:
         t.state[copies] = PENDING
         return copies
 
-    def _link(self: SimContext, at: float, orig: np.ndarray, copies: np.ndarray,
-              node: np.ndarray) -> None:
-        t, n = self.tasks, self.cluster.nodes
+    def _link(self, at: float, orig: np.ndarray, copies: np.ndarray, node: np.ndarray
+              ) -> None:
+        """Pair the started ``copies`` (on ``node``) with their originals ``orig``."""
+        sim = self.sim
+        t, n = sim.tasks, sim.cluster.nodes
         t.twin[orig] = copies
         t.twin[copies] = orig
         t.flags[orig] |= np.int8(SPEC)
@@ -143,15 +171,23 @@ class Speculating:
         t.spec[orig, S_INSTANCE] = n.instance[node]
         t.spec[orig, S_START] = at
         t.spec_end[copies] = t.run_end[copies]  # (marks them as copies)
-        self.events += len(copies)
-        self.last_s = max(self.last_s, at)
+        sim.events += len(copies)
+        sim.last_s = max(sim.last_s, at)
 
     # -- settling -------------------------------------------------------------------------
-    def settle_completions(self: SimContext, slots: np.ndarray, ends: np.ndarray) -> None:
+    def settle_due(self) -> None:
+        """Settle the completions the completion kernel just listed (if any)."""
+        ns = int(self.n_due[0])
+        if ns:  # attempts of speculated tasks: the first of each to finish wins
+            self.n_due[0] = 0
+            self.settle(self.due_slot[:ns].copy(), self.due_end[:ns].copy())
+
+    def settle(self, slots: np.ndarray, ends: np.ndarray) -> None:
         """Attempts ``slots`` (flagged SPEC) finished at ``ends`` (in that order): each task's
         first attempt to finish wins and the other is killed then; the tasks are recorded.
         Vectorized: a replay with many copies settles them in batches, not one by one."""
-        t, n = self.tasks, self.cluster.nodes
+        sim = self.sim
+        t, n = sim.tasks, sim.cluster.nodes
         k = len(slots)
         partner = t.twin[slots]
         sorter = np.argsort(slots, kind="stable")
@@ -174,37 +210,40 @@ class Speculating:
         t.read[t.twin[copies]] += t.read[copies]
         run_s = end - t.start[win]
         node = t.node[win]
-        self.release_at(np.concatenate([win, loser]), np.concatenate([end, at]))
+        self._release_at(np.concatenate([win, loser]), np.concatenate([end, at]))
         np.add.at(n.done, node, 1)
         np.add.at(n.done_s, node, run_s)
-        if self.job_stats is not None:
-            self.job_stats.finish(t.job[orig].astype(np.int64), t.kind[orig].astype(np.int64),
-                                  run_s)
+        if sim.job_stats is not None:
+            sim.job_stats.finish(t.job[orig].astype(np.int64), t.kind[orig].astype(np.int64),
+                                 run_s)
         t.twin[orig] = -1
-        self.records.write_slots(t.counters, t, orig, FINISHED, end, n.instance[t.node[orig]])
+        sim.records.write_slots(t.counters, t, orig, FINISHED, end, n.instance[t.node[orig]])
         t.counters[N_DONE] += len(orig)
         t.release(copies)
         parent = (t.flags[orig] & IS_PARENT) != 0
         if parent.any():
-            self._release_children(orig[parent], end[parent])
+            sim._release_children(orig[parent], end[parent])
         t.release(orig[~parent])
 
-    def release_at(self: SimContext, slots: np.ndarray, at: np.ndarray) -> None:
-        """The runs of ``slots`` end at times ``at``: :meth:`release_runs` with a time per
+    def _release_at(self, slots: np.ndarray, at: np.ndarray) -> None:
+        """The runs of ``slots`` end at times ``at``: ``sim.runs.release`` with a time per
         run (the usage integral settled one by one, only for tasks with measured usage)."""
-        t = self.tasks
+        sim = self.sim
+        t = sim.tasks
         if t.extras_on:
             for i in np.flatnonzero(t.extra[slots, X_MEASURED] > 0).tolist():
-                self.usage.stop(t, float(at[i]), slots[i:i + 1], self.cluster.nodes.speed)
-        self.free_runs(slots, at)
+                sim.usage.stop(t, float(at[i]), slots[i:i + 1], sim.cluster.nodes.speed)
+        sim.runs.free(slots, at)
 
-    def _drop_copies(self: SimContext, at: float, copies: np.ndarray) -> None:
+    # -- stopping -------------------------------------------------------------------------
+    def _drop(self, at: float, copies: np.ndarray) -> None:
         """Copies ``copies`` stop at ``at`` without winning: their run time is lost."""
         if len(copies) == 0:
             return
-        t = self.tasks
+        sim = self.sim
+        t = sim.tasks
         orig = t.twin[copies]
-        self.release_runs(at, copies)
+        sim.runs.release(at, copies)
         run = at - t.start[copies]
         t.spec[orig, S_RUN_S] += run
         t.spec[orig, S_WASTED_S] += run
@@ -212,12 +251,13 @@ class Speculating:
         t.twin[orig] = -1
         t.release(copies)
 
-    def _hand_over(self: SimContext, at: float, orig: np.ndarray, evicted: bool) -> None:
+    def _hand_over(self, at: float, orig: np.ndarray, evicted: bool) -> None:
         """The originals ``orig`` lose their run (preempted or evicted); each one's running
         copy carries the task on from where the copy is, and will give its result."""
-        t, h = self.tasks, self.heap
+        sim = self.sim
+        t, h = sim.tasks, sim.heap
         copies = t.twin[orig]
-        self.release_runs(at, orig)  # the originals' nodes get their room back
+        sim.runs.release(at, orig)  # the originals' nodes get their room back
         t.wasted[orig] += at - t.start[orig]
         (t.evictions if evicted else t.preemptions)[orig] += 1
         t.spec[orig, S_WON] = 1.0  # (the copy's run so far is the task's run from now on)
@@ -230,17 +270,17 @@ class Speculating:
         h.reserve(int(t.counters[kernels.HEAP_N]), len(orig))
         for o, c in zip(orig.tolist(), copies.tolist(), strict=True):
             heap_push(h.time, h.seq, h.slot, h.epoch, t.counters,
-                                 float(t.spec_end[c]), o, int(t.epoch[o]))
+                      float(t.spec_end[c]), o, int(t.epoch[o]))
         t.epoch[copies] += 1  # the copies' own completions go stale; their room is the task's
         t.release(copies)
 
-    def split_stops(self: SimContext, at: float, slots: np.ndarray, requeue: bool,
+    def split_stops(self, at: float, slots: np.ndarray, requeue: bool,
                     evicted: bool) -> np.ndarray:
         """Settle the speculation side of stopping ``slots``; return those the usual stop
         path still handles (originals, whose copies are gone or carry them on)."""
-        t = self.tasks
+        t = self.sim.tasks
         copy = self.is_copy(slots)
-        self._drop_copies(at, slots[copy])
+        self._drop(at, slots[copy])
         orig = slots[~copy]
         paired = t.twin[orig] >= 0
         if not paired.any():
@@ -248,11 +288,11 @@ class Speculating:
         if requeue:
             self._hand_over(at, orig[paired], evicted)
             return orig[~paired]
-        self._drop_copies(at, t.twin[orig[paired]])
+        self._drop(at, t.twin[orig[paired]])
         return orig
 
-    def drop_running_copies(self: SimContext, at: float) -> None:
+    def drop_running(self, at: float) -> None:
         """At the replay's end: copies still running die (their run time counts as lost)."""
-        t = self.tasks
+        t = self.sim.tasks
         if t.extras_on:
-            self._drop_copies(at, np.flatnonzero(~np.isnan(t.spec_end)))
+            self._drop(at, np.flatnonzero(~np.isnan(t.spec_end)))
