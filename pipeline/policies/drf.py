@@ -37,6 +37,7 @@ from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.models import model_masks, pending_allow
 from pipeline.policies.placement.nodeindex import NodeIndex
 from pipeline.policies.placement.nodetree import (
+    Mirror,
     _least_used,
     _update,
     dominated_by_failure,
@@ -209,8 +210,7 @@ def _least_allocated(i, requests, nodes, failed, n_failed):
     if dominated_by_failure(failed, n_failed, rc, rm, rg):
         return -1, n_failed
     mask = requests.allow[i] if requests.allow.shape[0] else 0
-    nd = _least_used(nodes.skey, sfree, rc, rm, rg, nodes.stack, mask, nodes.bits, nodes.root,
-                     nodes.left, nodes.right, nodes.agg, nodes.val)
+    nd = _least_used(nodes, (rc, rm, rg), mask, nodes.bits)
     if nd < 0 and mask == 0:  # anything at least as large fits nowhere either this round
         n_failed = remember_failure(failed, n_failed, rc, rm, rg)  # (unless it only
     return nd, n_failed  # missed its GPU models)
@@ -223,9 +223,7 @@ def _assign(i, nd, u, requests, users, nodes):
         nodes.alloc[nd, k] += requests.req[i, k]
         users.usage[u, k] += requests.req[i, k]
     nodes.ncont[nd] += 1
-    _update(nd, nodes.cap, nodes.alloc, nodes.ncont, nodes.up, 1.0, nodes.key, nodes.val,
-            nodes.pri, nodes.left, nodes.right, nodes.parent, nodes.agg, nodes.member,
-            nodes.root, nodes.skey, nodes.sfree, nodes.cnt)
+    _update(nd, Mirror(nodes.cap, nodes.alloc, nodes.ncont, nodes.up, 1.0), nodes)
 
 
 @helper

@@ -41,6 +41,7 @@ from pipeline.policies.fair.app_heap import AppHeap, seg_argmin, seg_set
 from pipeline.policies.fair.fill_state import AmCheck, FillTree, Pending
 from pipeline.policies.locality.gate import pick, refresh_local, taken
 from pipeline.policies.placement.nodetree import (
+    Mirror,
     _least_used,
     _update,
     dominated_by_failure,
@@ -228,9 +229,7 @@ def _place(i, nd, q, pending, tree, am, nodes):
     for k in range(3):
         nodes.alloc[nd, k] += req[i, k]
     nodes.ncont[nd] += 1
-    _update(nd, nodes.cap, nodes.alloc, nodes.ncont, nodes.up, 1.0, nodes.key, nodes.val,
-            nodes.pri, nodes.left, nodes.right, nodes.parent, nodes.agg, nodes.member,
-            nodes.root, nodes.skey, nodes.sfree, nodes.cnt)
+    _update(nd, Mirror(nodes.cap, nodes.alloc, nodes.ncont, nodes.up, 1.0), nodes)
     a = q
     while a >= 0:
         for k in range(3):
@@ -285,8 +284,7 @@ def _least_allocated(q, j, tree, pending, am, nodes, gate, failed, n_failed):
         if dominated_by_failure(failed, n_failed, rc, rm, rg):
             continue
         mask = allow[i] if allow.shape[0] else 0
-        dst = _least_used(nodes.skey, sfree, rc, rm, rg, nodes.stack, mask, bits,
-                          nodes.root, nodes.left, nodes.right, nodes.agg, nodes.val)
+        dst = _least_used(nodes, (rc, rm, rg), mask, bits)
         if dst < 0:  # anything at least as large fits nowhere either this round
             if mask == 0:  # (unless it only missed its GPU models)
                 n_failed = remember_failure(failed, n_failed, rc, rm, rg)

@@ -52,10 +52,13 @@ from pipeline.policies.placement.nodetree import (
     N_TREES,
     ON_ALL,
     ON_BUSY,
+    ROOT_BUSY,
     SEARCHES,
     SLACK,
     TIE,
     VISITS,
+    Mirror,
+    Trees,
     _least_used,
     _pick_low,
     _update,
@@ -95,34 +98,6 @@ def _add_failure(failed, n_failed, rc, rm, rg):
 _NO_INPUTS = np.zeros((0, 0), np.int64)
 
 
-class Mirror(NamedTuple):
-    """The index's copy of node state (node slots; updated as it places)."""
-
-    cap: np.ndarray  # (nodes, 3) float: capacity, cpu / mem GiB / gpu (the view's)
-    alloc: np.ndarray  # (nodes, 3) float: allocated, same units
-    ncont: np.ndarray  # (nodes,) int32: containers on the node
-    up: np.ndarray  # (nodes,) bool: up and in the index (not hidden, inside its mask)
-    thr: float  # packing threshold: memory usage (fraction of capacity) a node may reach
-
-
-class Trees(NamedTuple):
-    """The search structures over node slots (layout of :mod:`~.placement.nodetree`)."""
-
-    key: np.ndarray  # (nodes,) float: usage key, mem usage + 1e-6 x cpu usage
-    val: np.ndarray  # (nodes, 4) float: free cpu, free mem, free gpu, threshold headroom
-    pri: np.ndarray  # (nodes,) float: fixed treap priorities
-    left: np.ndarray  # (N_TREES, nodes) int: treap left child, -1: none
-    right: np.ndarray  # (N_TREES, nodes) int: treap right child, -1: none
-    parent: np.ndarray  # (N_TREES, nodes) int: treap parent, -1: root or not a member
-    agg: np.ndarray  # (N_TREES, nodes, 4) float: treap subtree maxima of ``val``
-    member: np.ndarray  # (N_TREES, nodes) bool: the node is in that treap
-    root: np.ndarray  # (6,) int: treap roots, which treaps are on, search/visit counters
-    skey: np.ndarray  # (2 p,) float: segment tree, minimum key of the subtree
-    sfree: np.ndarray  # (3, 2 p) float: segment tree, maximum free cpu / mem / gpu
-    cnt: np.ndarray  # (2 p,) int: segment tree, empty up nodes in the subtree
-    stack: np.ndarray  # (>= 3 (2 p + 2),) int: scratch for the walks
-
-
 class Batch(NamedTuple):
     """The requests of one :meth:`NodeIndex.place` call, in placement order."""
 
@@ -134,11 +109,13 @@ class Batch(NamedTuple):
 
 
 @helper
-def _update_node(nd, mirror, trees):
-    """Re-file node ``nd`` in every tree in use after its allocation changed."""
-    _update(nd, mirror.cap, mirror.alloc, mirror.ncont, mirror.up, mirror.thr, trees.key,
-            trees.val, trees.pri, trees.left, trees.right, trees.parent, trees.agg,
-            trees.member, trees.root, trees.skey, trees.sfree, trees.cnt)
+def _commit(i, nd, req, mirror, trees):
+    """Put request ``i`` (row of ``req``) on node ``nd``: its allocation, one container
+    more, the node re-filed in every tree in use."""
+    for k in range(3):
+        mirror.alloc[nd, k] += req[i, k]
+    mirror.ncont[nd] += 1
+    _update(nd, mirror, trees)
 
 
 @helper
@@ -148,6 +125,8 @@ def _packing_node(batch, i, mask, capmax_mem, mirror, trees):
     node, else the busy node with the lowest usage; -1: none fits."""
     rc, rm, rg = batch.req[i, 0], batch.req[i, 1], batch.req[i, 2]
     bits, val, thr = batch.bits, trees.val, mirror.thr
+    busy = Walk(trees.left[BUSY], trees.right[BUSY], trees.agg[BUSY], val, trees.key,
+                trees.stack)
     nd = busy_holder(batch.inputs, i, mirror.cap, mirror.alloc, mirror.ncont, mirror.up, val,
                      thr, (rc, rm, rg)) if batch.inputs.shape[1] else -1
     if nd >= 0 and not may_use(mask, bits, nd):
@@ -155,13 +134,11 @@ def _packing_node(batch, i, mask, capmax_mem, mirror, trees):
     # headroom >= rm needs usage <= thr - rm / cap: bound the key (float margin)
     bound = thr * (1 + SLACK) - rm / capmax_mem + 2 * TIE + 1e-9
     if nd < 0:
-        walk = Walk(trees.left[0], trees.right[0], trees.agg[0], val, trees.key, trees.stack)
-        nd = rightmost(trees.root[0], bound, (rc, rm, rg, rm), walk, mask, bits)
+        nd = rightmost(trees.root[ROOT_BUSY], bound, (rc, rm, rg, rm), busy, mask, bits)
     if nd < 0:
-        nd = _pick_low(batch.u[i], trees.cnt, val, rc, rm, rg, mask, bits)
+        nd = _pick_low(batch.u[i], trees, (rc, rm, rg), mask, bits)
     if nd < 0:
-        nd = leftmost(trees.root[0], rc, rm, rg, -np.inf, trees.left[0], trees.right[0],
-                      trees.agg[0], val, trees.stack, mask, bits)
+        nd = leftmost(trees.root[ROOT_BUSY], (rc, rm, rg, -np.inf), busy, mask, bits)
     return nd
 
 
@@ -200,8 +177,7 @@ def place_batch(batch, packing, capmax_mem, mirror, trees, out_req, out_node):
         if packing:
             nd = _packing_node(batch, i, mask, capmax_mem, mirror, trees)
         else:
-            nd = _least_used(trees.skey, sfree, rc, rm, rg, trees.stack, mask, batch.bits,
-                             trees.root, trees.left, trees.right, trees.agg, trees.val)
+            nd = _least_used(trees, (rc, rm, rg), mask, batch.bits)
         if nd < 0:
             if mask != 0:  # it fit no node of its models: says nothing of other requests
                 continue
@@ -209,10 +185,7 @@ def place_batch(batch, packing, capmax_mem, mirror, trees, out_req, out_node):
                 break
             n_failed = _add_failure(failed, n_failed, rc, rm, rg)
             continue
-        for k in range(3):
-            mirror.alloc[nd, k] += req[i, k]
-        mirror.ncont[nd] += 1
-        _update_node(nd, mirror, trees)
+        _commit(i, nd, req, mirror, trees)
         out_req[c] = i
         out_node[c] = nd
         c += 1
@@ -233,10 +206,7 @@ def place_named(order, req, node, mirror, trees, out):
             continue
         if req[i, 0] > val[nd, 0] or req[i, 1] > val[nd, 1] or req[i, 2] > val[nd, 2]:
             continue
-        for k in range(3):
-            mirror.alloc[nd, k] += req[i, k]
-        mirror.ncont[nd] += 1
-        _update_node(nd, mirror, trees)
+        _commit(i, nd, req, mirror, trees)
         out[c] = i
         c += 1
     return c
@@ -271,12 +241,10 @@ class NodeIndex:
         self.capmax_mem = 0.0
         self.mask = None if mask is None else np.asarray(mask, dtype=np.bool_)
 
-    def _arrays(self) -> tuple:
-        return (self.key, self.val, self.pri, self.left, self.right, self.parent, self.agg,
-                self.member, self.root, self.skey, self.sfree, self.cnt, self.stack)
-
     def _trees(self) -> Trees:
-        return Trees(*self._arrays())
+        return Trees(self.key, self.val, self.pri, self.left, self.right, self.parent,
+                     self.agg, self.member, self.root, self.skey, self.sfree, self.cnt,
+                     self.stack)
 
     def _mirror(self, nodes: NodeView) -> Mirror:
         return Mirror(nodes.cap, self.alloc, self.ncont, self.up, float(self.threshold))
@@ -293,11 +261,9 @@ class NodeIndex:
         m = sync(changed, nodes.alloc, nodes.n_containers, nodes.state, self.alloc,
                  self.ncont, self.up, todo)
         if m * 8 <= len(self.key):
-            update_nodes(todo[:m], nodes.cap, self.alloc, self.ncont, self.up, self.threshold,
-                         *self._arrays()[:-1])
+            update_nodes(todo[:m], self._mirror(nodes), self._trees())
         else:
-            rebuild_states(nodes.cap, self.alloc, self.ncont, self.up, self.threshold,
-                           self.key, self.val, self.skey, self.sfree, self.cnt)
+            rebuild_states(self._mirror(nodes), self._trees())
             if self.root[ON_BUSY]:
                 self._build(BUSY, self.up & (self.ncont > 0))
             if self.root[ON_ALL]:
@@ -330,22 +296,22 @@ class NodeIndex:
             root[VISITS] //= 2
             root[SEARCHES] //= 2
 
-    def _refile(self, cap: np.ndarray, slots: np.ndarray) -> None:
-        update_nodes(np.ascontiguousarray(slots, dtype=np.int64), cap, self.alloc,
-                     self.ncont, self.up, self.threshold, *self._arrays()[:-1])
+    def _refile(self, nodes: NodeView, slots: np.ndarray) -> None:
+        update_nodes(np.ascontiguousarray(slots, dtype=np.int64), self._mirror(nodes),
+                     self._trees())
 
     def hide(self, nodes: NodeView, slots: np.ndarray) -> None:
         """Take ``slots`` out of placement (e.g. nodes reserved for one request) until
         :meth:`show`; their allocation mirror stays up to date meanwhile."""
         if len(slots):
             self.up[slots] = False
-            self._refile(nodes.cap, slots)
+            self._refile(nodes, slots)
 
     def show(self, nodes: NodeView, slots: np.ndarray) -> None:
         """Put hidden ``slots`` back (those that are up)."""
         if len(slots):
             self.up[slots] = nodes.state[slots] == 2
-            self._refile(nodes.cap, slots)
+            self._refile(nodes, slots)
 
     def place_on(self, nodes: NodeView, req: np.ndarray, node: np.ndarray,
                  order: np.ndarray) -> np.ndarray:

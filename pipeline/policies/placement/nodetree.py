@@ -5,11 +5,13 @@ slots and the treaps in usage order, and the searches and updates on them
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from pipeline.policies.models import may_use
-from pipeline.policies.placement.treap import erase, insert, leftmost
+from pipeline.policies.placement.treap import Walk, erase, insert, leftmost
 from pipeline.sim.jit import helper
 
 SLACK = 0.5e-9
@@ -27,28 +29,69 @@ ROOT_BUSY, ROOT_ALL, ON_BUSY, ON_ALL, VISITS, SEARCHES = range(6)
 ADAPT_MIN, ADAPT_VISITS = 1024, 256
 
 
+class Mirror(NamedTuple):
+    """The index's copy of node state (node slots; updated as it places)."""
+
+    cap: np.ndarray  # (nodes, 3) float: capacity, cpu / mem GiB / gpu (the view's)
+    alloc: np.ndarray  # (nodes, 3) float: allocated, same units
+    ncont: np.ndarray  # (nodes,) int32: containers on the node
+    up: np.ndarray  # (nodes,) bool: up and in the index (not hidden, inside its mask)
+    thr: float  # packing threshold: memory usage (fraction of capacity) a node may reach
+
+
+class Trees(NamedTuple):
+    """The search structures over node slots: per-node key and room, the treaps (rows
+    ``BUSY``, ``ALL``) and the segment tree (leaf of slot ``nd`` at ``p + nd``).
+
+    The kernels here read these fields by name, so a structure with the same fields (and
+    more, e.g. :class:`pipeline.policies.drf.Nodes`) may stand in for it.
+    """
+
+    key: np.ndarray  # (nodes,) float: usage key, mem usage + 1e-6 x cpu usage
+    val: np.ndarray  # (nodes, 4) float: free cpu, free mem, free gpu, threshold headroom
+    pri: np.ndarray  # (nodes,) float: fixed treap priorities
+    left: np.ndarray  # (N_TREES, nodes) int: treap left child, -1: none
+    right: np.ndarray  # (N_TREES, nodes) int: treap right child, -1: none
+    parent: np.ndarray  # (N_TREES, nodes) int: treap parent, -1: root or not a member
+    agg: np.ndarray  # (N_TREES, nodes, 4) float: treap subtree maxima of ``val``
+    member: np.ndarray  # (N_TREES, nodes) bool: the node is in that treap
+    root: np.ndarray  # (6,) int: treap roots, which treaps are on, search/visit counters
+    skey: np.ndarray  # (2 p,) float: segment tree, minimum key of the subtree
+    sfree: np.ndarray  # (3, 2 p) float: segment tree, maximum free cpu / mem / gpu
+    cnt: np.ndarray  # (2 p,) int: segment tree, empty up nodes in the subtree
+    stack: np.ndarray  # (>= 3 (2 p + 2),) int: scratch for the walks
+
+
 @helper
-def _node_state(nd, cap, alloc, ncont, thr, key, val):
+def _node_state(nd, mirror, trees):
     """Key and room of node ``nd`` from its capacity and allocation."""
+    cap, alloc, thr, val = mirror.cap, mirror.alloc, mirror.thr, trees.val
     mem = alloc[nd, 1] / cap[nd, 1] if cap[nd, 1] > 0 else 0.0
     cpu = alloc[nd, 0] / cap[nd, 0] if cap[nd, 0] > 0 else 0.0
-    key[nd] = mem + TIE * cpu
+    trees.key[nd] = mem + TIE * cpu
     for k in range(3):
         val[nd, k] = cap[nd, k] * (1 + SLACK) + 0.5e-12 - alloc[nd, k]
     headroom = thr * cap[nd, 1] * (1 + SLACK) - alloc[nd, 1]
-    val[nd, 3] = headroom if ncont[nd] > 0 and headroom >= 0 else -np.inf
+    val[nd, 3] = headroom if mirror.ncont[nd] > 0 and headroom >= 0 else -np.inf
 
 
 @helper
-def _set_leaf(nd, up, ncont, key, val, skey, sfree, cnt):
-    """Write node ``nd``'s segment-tree leaf and update its ancestors."""
-    p = skey.shape[0] // 2
-    i = p + nd
-    skey[i] = key[nd] if up[nd] else np.inf
+def _write_leaf(nd, mirror, trees):
+    """Write node ``nd``'s segment-tree leaf (a down node is +inf key, -inf room)."""
+    up, val = mirror.up[nd], trees.val
+    i = trees.skey.shape[0] // 2 + nd
+    trees.skey[i] = trees.key[nd] if up else np.inf
     for k in range(3):
-        sfree[k, i] = val[nd, k] if up[nd] else -np.inf
-    cnt[i] = 1 if up[nd] and ncont[nd] == 0 else 0
-    i >>= 1
+        trees.sfree[k, i] = val[nd, k] if up else -np.inf
+    trees.cnt[i] = 1 if up and mirror.ncont[nd] == 0 else 0
+
+
+@helper
+def _set_leaf(nd, mirror, trees):
+    """Write node ``nd``'s segment-tree leaf and update its ancestors."""
+    skey, sfree, cnt = trees.skey, trees.sfree, trees.cnt
+    _write_leaf(nd, mirror, trees)
+    i = (skey.shape[0] // 2 + nd) >> 1
     while i >= 1:
         a, b = 2 * i, 2 * i + 1
         k0 = min(skey[a], skey[b])
@@ -91,20 +134,30 @@ def drop_oldest(failed):  # pragma: no cover - compiled
 
 
 @helper
-def _least_used(skey, sfree, rc, rm, rg, stack, mask, bits, root, left, right, agg, val):
-    """Lowest slot with the smallest key whose leaf fits (and whose GPU model the request's
-    mask ``mask`` allows, :func:`~pipeline.policies.models.may_use`).
+def _least_used(trees, need, mask, bits):
+    """Lowest slot with the smallest key whose room fits ``need`` (cpu, mem, gpu) and whose
+    GPU model the request's mask ``mask`` allows (:func:`~pipeline.policies.models.may_use`).
 
     Once searches got expensive (``root[ON_ALL]``, see :meth:`NodeIndex.refresh`) it is the
-    all-node treap's leftmost fitting node in ``(key, slot)`` order, the same node.
-    Otherwise it is found by branch and bound on the segment tree, counting the subtrees it
-    looks at (``root[VISITS]``, ``root[SEARCHES]``): ``stack`` holds (tree index, first slot
-    under it, slots under it) triples, so a subtree tying the best key is skipped only when
-    all its slots come after the best one.
+    all-node treap's leftmost fitting node in ``(key, slot)`` order, the same node;
+    otherwise the segment tree's (:func:`_least_used_leaf`).
     """
+    root = trees.root
     if root[ON_ALL]:
-        return leftmost(root[ROOT_ALL], rc, rm, rg, -np.inf, left[ALL], right[ALL], agg[ALL],
-                        val, stack, mask, bits)
+        walk = Walk(trees.left[ALL], trees.right[ALL], trees.agg[ALL], trees.val, trees.key,
+                    trees.stack)
+        return leftmost(root[ROOT_ALL], (need[0], need[1], need[2], -np.inf), walk, mask, bits)
+    return _least_used_leaf(trees, need, mask, bits)
+
+
+@helper
+def _least_used_leaf(trees, need, mask, bits):
+    """:func:`_least_used` by branch and bound on the segment tree, counting the subtrees
+    it looks at (``root[VISITS]``, ``root[SEARCHES]``): ``stack`` holds (tree index, first
+    slot under it, slots under it) triples, so a subtree tying the best key is skipped only
+    when all its slots come after the best one."""
+    rc, rm, rg = need
+    skey, sfree, stack = trees.skey, trees.sfree, trees.stack
     p = skey.shape[0] // 2
     best, best_i = np.inf, -1
     stack[0], stack[1], stack[2] = 1, 0, p
@@ -131,33 +184,47 @@ def _least_used(skey, sfree, rc, rm, rg, stack, mask, bits, root, left, right, a
             stack[sp + 1] = lo if child == a else lo + half
             stack[sp + 2] = half
             sp += 3
-    root[VISITS] += visits
-    root[SEARCHES] += 1
+    trees.root[VISITS] += visits
+    trees.root[SEARCHES] += 1
     return best_i
 
 
 @helper
-def _update(nd, cap, alloc, ncont, up, thr, key, val, pri, left, right, parent, agg, member,
-            root, skey, sfree, cnt):
-    """Re-file node ``nd`` after its allocation or state changed (in the trees in use)."""
-    for tr in range(N_TREES):
-        if member[tr, nd]:
-            erase(root[tr:tr + 1], member[tr], nd, left[tr], right[tr], parent[tr], agg[tr],
-                  val, pri)
-    _node_state(nd, cap, alloc, ncont, thr, key, val)
-    if up[nd]:
-        if root[ON_BUSY] and ncont[nd] > 0:
-            insert(root[BUSY:BUSY + 1], member[BUSY], nd, left[BUSY], right[BUSY],
-                   parent[BUSY], agg[BUSY], val, key, pri)
-        if root[ON_ALL]:
-            insert(root[ALL:ALL + 1], member[ALL], nd, left[ALL], right[ALL], parent[ALL],
-                   agg[ALL], val, key, pri)
-    _set_leaf(nd, up, ncont, key, val, skey, sfree, cnt)
+def _erase(tr, nd, trees):
+    """Take node ``nd`` out of treap ``tr``."""
+    erase(trees.root[tr:tr + 1], trees.member[tr], nd, trees.left[tr], trees.right[tr],
+          trees.parent[tr], trees.agg[tr], trees.val, trees.pri)
 
 
 @helper
-def _pick_low(u, cnt, val, rc, rm, rg, mask, bits):
-    """A random empty node that fits: the ``floor(u * count)``-th, else the next that fits."""
+def _insert(tr, nd, trees):
+    """File node ``nd`` (its key and room set) in treap ``tr``."""
+    insert(trees.root[tr:tr + 1], trees.member[tr], nd, trees.left[tr], trees.right[tr],
+           trees.parent[tr], trees.agg[tr], trees.val, trees.key, trees.pri)
+
+
+@helper
+def _update(nd, mirror, trees):
+    """Re-file node ``nd`` after its allocation or state changed (in the trees in use)."""
+    root = trees.root
+    for tr in range(N_TREES):
+        if trees.member[tr, nd]:
+            _erase(tr, nd, trees)
+    _node_state(nd, mirror, trees)
+    if mirror.up[nd]:
+        if root[ON_BUSY] and mirror.ncont[nd] > 0:
+            _insert(BUSY, nd, trees)
+        if root[ON_ALL]:
+            _insert(ALL, nd, trees)
+    _set_leaf(nd, mirror, trees)
+
+
+@helper
+def _pick_low(u, trees, need, mask, bits):
+    """A random empty node that fits ``need`` (cpu, mem, gpu): the ``floor(u * count)``-th,
+    else the next that fits."""
+    rc, rm, rg = need
+    cnt, val = trees.cnt, trees.val
     total = cnt[1]
     if total == 0:
         return -1
@@ -180,17 +247,14 @@ def _pick_low(u, cnt, val, rc, rm, rg, mask, bits):
 
 
 @njit(cache=True)
-def rebuild_states(cap, alloc, ncont, up, thr, key, val, skey, sfree, cnt):
-    """Recompute every node and the whole segment tree (the treap is rebuilt by the caller)."""
-    p = skey.shape[0] // 2
-    for nd in range(key.shape[0]):
-        _node_state(nd, cap, alloc, ncont, thr, key, val)
-        i = p + nd
-        skey[i] = key[nd] if up[nd] else np.inf
-        for k in range(3):
-            sfree[k, i] = val[nd, k] if up[nd] else -np.inf
-        cnt[i] = 1 if up[nd] and ncont[nd] == 0 else 0
-    for i in range(p - 1, 0, -1):
+def rebuild_states(mirror, trees):
+    """Recompute every node and the whole segment tree (the treaps are rebuilt by the
+    caller)."""
+    skey, sfree, cnt = trees.skey, trees.sfree, trees.cnt
+    for nd in range(trees.key.shape[0]):
+        _node_state(nd, mirror, trees)
+        _write_leaf(nd, mirror, trees)
+    for i in range(skey.shape[0] // 2 - 1, 0, -1):
         a, b = 2 * i, 2 * i + 1
         skey[i] = min(skey[a], skey[b])
         for k in range(3):
@@ -221,9 +285,7 @@ def sync(changed, alloc, ncont, state, w_alloc, w_ncont, w_up, todo):
 
 
 @njit(cache=True)
-def update_nodes(todo, cap, alloc, ncont, up, thr, key, val, pri, left, right, parent, agg,
-                 member, root, skey, sfree, cnt):
+def update_nodes(todo, mirror, trees):
     """Re-file the nodes in ``todo`` one by one."""
     for j in range(todo.shape[0]):
-        _update(todo[j], cap, alloc, ncont, up, thr, key, val, pri, left, right, parent, agg,
-                member, root, skey, sfree, cnt)
+        _update(todo[j], mirror, trees)

@@ -26,9 +26,9 @@ from pipeline.sim.jit import helper
 
 
 class Walk(NamedTuple):
-    """One treap as a query walks it (:func:`rightmost`): its links and maxima, the shared
-    node keys and rooms, and a scratch stack.  Built in the caller's compiled loop from the
-    index's arrays (views, no copies)."""
+    """One treap as a query walks it (:func:`leftmost`, :func:`rightmost`): its links and
+    maxima, the shared node keys and rooms, and a scratch stack.  Built in the caller's
+    compiled loop from the index's arrays (views, no copies)."""
 
     left: np.ndarray  # (nodes,) int: left child of each node slot, -1: none
     right: np.ndarray  # (nodes,) int: right child, -1: none
@@ -149,52 +149,51 @@ def erase(root, member, node, left, right, parent, agg, val, pri):
 
 
 @helper
-def _fits(row, rc, rm, rg, rh):
-    return row[0] >= rc and row[1] >= rm and row[2] >= rg and row[3] >= rh
+def _fits(row, need):
+    """Whether a room row (cpu, mem, gpu, headroom) covers ``need``."""
+    return row[0] >= need[0] and row[1] >= need[1] and row[2] >= need[2] and row[3] >= need[3]
 
 
 @helper
-def leftmost(t, rc, rm, rg, rh, left, right, agg, val, stack, mask, bits):
-    """The first node in key order that fits (and whose model ``mask`` allows), or -1
-    (in-order walk, pruned by ``agg``)."""
+def _first_fit(t, bound, need, walk, mask, bits, ascending):
+    """The first node met in key order (``ascending``) or reverse key order among those
+    with key <= ``bound`` that fits ``need`` and whose model ``mask`` allows, or -1.
+
+    In-order walk from ``t``, pruned by ``agg``: the near side (the smaller keys when
+    ascending) is stacked first, the far side visited after its node.
+    """
+    near, far = (walk.left, walk.right) if ascending else (walk.right, walk.left)
+    left, agg, val, key, stack = walk.left, walk.agg, walk.val, walk.key, walk.stack
     sp = 0
     while True:
-        while t >= 0 and _fits(agg[t], rc, rm, rg, rh):
+        while t >= 0 and _fits(agg[t], need):
+            if key[t] > bound:  # t and its right subtree are out of range
+                t = left[t]
+                continue
             stack[sp] = t
             sp += 1
-            t = left[t]
+            t = near[t]
         if sp == 0:
             return -1
         sp -= 1
         t = stack[sp]
-        if _fits(val[t], rc, rm, rg, rh) and may_use(mask, bits, t):
+        if _fits(val[t], need) and may_use(mask, bits, t):
             return t
-        t = right[t]
+        t = far[t]
+
+
+@helper
+def leftmost(t, need, walk, mask, bits):
+    """The first node in key order that fits ``need`` (cpu, mem, gpu, headroom) and whose
+    model ``mask`` allows, or -1 (in-order walk of ``walk`` from ``t``)."""
+    return _first_fit(t, np.inf, need, walk, mask, bits, True)
 
 
 @helper
 def rightmost(t, bound, need, walk, mask, bits):
     """The last node with key <= ``bound`` that fits ``need`` (cpu, mem, gpu, headroom) and
     whose model ``mask`` allows, or -1 (reverse in-order walk of ``walk`` from ``t``)."""
-    rc, rm, rg, rh = need
-    left, right, agg, val, key, stack = (walk.left, walk.right, walk.agg, walk.val, walk.key,
-                                         walk.stack)
-    sp = 0
-    while True:
-        while t >= 0 and _fits(agg[t], rc, rm, rg, rh):
-            if key[t] > bound:  # t and its right subtree are out of range
-                t = left[t]
-                continue
-            stack[sp] = t
-            sp += 1
-            t = right[t]
-        if sp == 0:
-            return -1
-        sp -= 1
-        t = stack[sp]
-        if _fits(val[t], rc, rm, rg, rh) and may_use(mask, bits, t):
-            return t
-        t = left[t]
+    return _first_fit(t, bound, need, walk, mask, bits, False)
 
 
 @njit(cache=True)
