@@ -239,7 +239,7 @@ def test_the_compiled_pass_places_as_first_fit_by_hand(seed: int) -> None:
     first fit, with down nodes, gangs that do not fit and GPU model masks."""
     from types import SimpleNamespace
 
-    from pipeline.policies.hpc.pool import Pool, fcfs_pass, job_starts
+    from pipeline.policies.hpc.pool import Placed, Pool, fcfs_pass, job_starts
 
     rng = np.random.default_rng(seed)
     n_nodes, n_req = int(rng.integers(1, 30)), int(rng.integers(0, 50))
@@ -255,8 +255,7 @@ def test_the_compiled_pass_places_as_first_fit_by_hand(seed: int) -> None:
     free = pool.free.copy()
     expected = _first_fit_reference(free, req, gang, allow, bits)
     rows, got = np.empty(n_req, np.int64), np.empty(n_req, np.int64)
-    n, _ = fcfs_pass(pool.free, pool.req, job_starts(gang), pool.allow, pool.bits, pool.first,
-                     pool.floor, rows, got)
+    n, _ = fcfs_pass(pool.room, job_starts(gang), Placed(rows, got))
     assert (rows[:n].tolist(), got[:n].tolist()) == expected
     # a gang that did not fit gave its room back (EASY's reservation counts it)
     assert np.array_equal(pool.free, free)

@@ -55,7 +55,15 @@ from pipeline.policies.flow.costs import (
     to_int,
     waiting_int,
 )
-from pipeline.policies.flow.slots import SlotSample, fit_in_order, machine_capacity, slot_sizes
+from pipeline.policies.flow.slots import (
+    FlowPlacements,
+    Machines,
+    SlotSample,
+    Substitutes,
+    fit_in_order,
+    machine_capacity,
+    slot_sizes,
+)
 from pipeline.policies.flow.state import RoundStats
 from pipeline.policies.models import NO_BITS, NO_MASK, pending_allow
 from pipeline.sim.interface import ClusterInfo, Decisions, PendingView, SchedView
@@ -280,13 +288,16 @@ class Quincy(PolicyBase):
         req = np.asarray(view.pending.req, np.float64)
         worst_ok = to_int(pend.arcs.x_cost) < waiting_int(self.model_, pend.nu)
         subs = np.flatnonzero((dest[:n_p] < 0) & worst_ok)
-        final, sub_final = fit_in_order(
+        allow, sub_allow, bits = self._models(view, pend.elig[placed], pend.elig[subs])
+        flow = FlowPlacements(
             np.ascontiguousarray(req[pend.elig[placed]]), np.ascontiguousarray(dest[placed]),
-            np.ascontiguousarray(via[placed]), np.ascontiguousarray(pend.job[placed]), free,
-            np.ascontiguousarray(view.nodes.cap, np.float64), left.astype(np.int64), ptr,
-            order, np.ascontiguousarray(req[pend.elig[subs]]),
-            np.ascontiguousarray(pend.job[subs]), net.n_jobs, SUBSTITUTE_TRIES,
-            *self._models(view, pend.elig[placed], pend.elig[subs]))
+            np.ascontiguousarray(via[placed]), np.ascontiguousarray(pend.job[placed]), allow)
+        machines = Machines(free, np.ascontiguousarray(view.nodes.cap, np.float64),
+                            left.astype(np.int64), ptr, order, bits)
+        waiting = Substitutes(np.ascontiguousarray(req[pend.elig[subs]]),
+                              np.ascontiguousarray(pend.job[subs]), sub_allow)
+        final, sub_final = fit_in_order(flow, machines, waiting, net.n_jobs,
+                                        SUBSTITUTE_TRIES)
         ok, sub_ok = final >= 0, sub_final >= 0
         self.stats_.deferred += int(np.sum(~ok))
         self.stats_.rerouted += int(np.sum(ok & (final != dest[placed]))) + int(sub_ok.sum())

@@ -21,6 +21,8 @@ for the next round) and the policy counts it, so the core never has to refuse on
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -28,6 +30,35 @@ from pipeline.policies.models import may_use
 
 SAMPLE_TASKS = 100  # tasks whose mean request sets the default slot
 FIT_SLACK = 1e-9  # the core's relative slack for float drift (pipeline.sim.cluster.FIT_EPS)
+
+
+class FlowPlacements(NamedTuple):
+    """The flow's placements of one round, in order (placement index space)."""
+
+    req: np.ndarray  # (placements, 3) float: cpu / mem / gpu the task asks
+    node: np.ndarray  # (placements,) int: the machine slot the flow sent it to
+    via: np.ndarray  # (placements,) int: rack aggregator it came through; -2: X; -1: none
+    job: np.ndarray  # (placements,) int: its job, 0..n_jobs-1
+    allow: np.ndarray  # (placements,) int: GPU model mask; empty: any machine
+
+
+class Substitutes(NamedTuple):
+    """Pending tasks the flow left waiting that may take a kept-back placement's place."""
+
+    req: np.ndarray  # (substitutes, 3) float: cpu / mem / gpu the task asks
+    job: np.ndarray  # (substitutes,) int: its job, 0..n_jobs-1
+    allow: np.ndarray  # (substitutes,) int: GPU model mask; empty: any machine
+
+
+class Machines(NamedTuple):
+    """The machines' room in one round (machine slot index space), updated in place."""
+
+    free: np.ndarray  # (machines, 3) float: free cpu / mem / gpu
+    cap: np.ndarray  # (machines, 3) float: capacity (scales the fit tolerance)
+    left: np.ndarray  # (machines,) int: task slots the flow left unused
+    agg_ptr: np.ndarray  # (aggregators + 1,) int: aggregator a's machines are
+    agg_nodes: np.ndarray  # agg_nodes[agg_ptr[a]:agg_ptr[a + 1]] (machine slots)
+    bits: np.ndarray  # (machines,) int: GPU model bits; empty: any model
 
 
 def slot_sizes(cap: np.ndarray, k: int | None, slot: np.ndarray | None) -> tuple[
@@ -88,12 +119,12 @@ def _fits(r, free, cap, nd):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _first_machine(r, mask, bits, lo, hi, agg_nodes, left, free, cap):  # pragma: no cover
-    """First machine of ``agg_nodes[lo:hi]`` with a slot left, room for ``r`` and a GPU
+def _first_machine(r, mask, lo, hi, m):  # pragma: no cover - compiled
+    """First machine of ``m.agg_nodes[lo:hi]`` with a slot left, room for ``r`` and a GPU
     model the mask ``mask`` allows (-1)."""
     for q in range(lo, hi):
-        nd = agg_nodes[q]
-        if left[nd] > 0 and _fits(r, free, cap, nd) and may_use(mask, bits, nd):
+        nd = m.agg_nodes[q]
+        if m.left[nd] > 0 and _fits(r, m.free, m.cap, nd) and may_use(mask, m.bits, nd):
             return nd
     return -1
 
@@ -105,31 +136,31 @@ def _use(r, nd, free):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def fit_in_order(req, node, via, job, free, cap, left, agg_ptr, agg_nodes, sub_req,
-                 sub_job, n_jobs, max_tries, allow, sub_allow, bits):  # pragma: no cover
+def fit_in_order(p, m, subs, n_jobs, max_tries):  # pragma: no cover - compiled
     """Final machine of each placement (-1: kept back) and of each substitute.
 
-    1. Each placement ``req[i]`` on the flow's ``node[i]``, in order, if it fits what is
-       left of ``free`` (n_nodes, 3; updated in place); the slot of one that does not is
-       given back to ``left`` (slots the flow left unused per machine).
-    2. One that does not fit but reached its machine through an aggregator (``via`` >= 0:
-       that rack aggregator's machines ``agg_nodes[agg_ptr[a]:agg_ptr[a + 1]]``; -2: X, any
-       machine) may take another machine of the aggregator with a slot left and room:
-       Quincy prices the aggregator arc at its worst machine, so the swap never costs more.
-    3. Each job's placements still kept back may go to its substitutes (``sub_req``/
-       ``sub_job``: pending tasks of the job the flow left waiting that cost no more on the
-       worst machine than waiting), tried in order, at most ``max_tries`` per kept-back
-       placement, on any machine with a slot left and room.
-    The tolerance is half the core's (relative to capacity ``cap``), so a kept placement is
-    never refused.  A machine counts only where its GPU model is one the task allows
-    (``allow``/``sub_allow``: the placements' and substitutes' masks, empty: any; ``bits``:
-    the machines' model bits): the network has no model arcs, so this is where the
-    constraint is met.
+    1. Each placement ``p.req[i]`` on the flow's ``p.node[i]``, in order, if it fits what
+       is left of ``m.free`` (updated in place); the slot of one that does not is given
+       back to ``m.left`` (slots the flow left unused per machine).
+    2. One that does not fit but reached its machine through an aggregator (``p.via`` >= 0:
+       that rack aggregator's machines; -2: X, any machine) may take another machine of the
+       aggregator with a slot left and room: Quincy prices the aggregator arc at its worst
+       machine, so the swap never costs more.
+    3. Each job's placements still kept back may go to its substitutes (``subs``: pending
+       tasks of the job the flow left waiting that cost no more on the worst machine than
+       waiting), tried in order, at most ``max_tries`` per kept-back placement, on any
+       machine with a slot left and room.
+    The tolerance is half the core's (relative to capacity ``m.cap``), so a kept placement
+    is never refused.  A machine counts only where its GPU model is one the task allows
+    (``p.allow``/``subs.allow``, empty: any; ``m.bits``: the machines' model bits): the
+    network has no model arcs, so this is where the constraint is met.
     """
+    req, node, via, job, allow = p.req, p.node, p.via, p.job, p.allow
+    free, cap, left, agg_ptr, agg_nodes = m.free, m.cap, m.left, m.agg_ptr, m.agg_nodes
     out = np.full(len(node), -1, np.int64)
     for i in range(len(node)):
         mask = allow[i] if allow.shape[0] else 0
-        if _fits(req[i], free, cap, node[i]) and may_use(mask, bits, node[i]):
+        if _fits(req[i], free, cap, node[i]) and may_use(mask, m.bits, node[i]):
             out[i] = node[i]
             _use(req[i], node[i], free)
         else:
@@ -141,26 +172,25 @@ def fit_in_order(req, node, via, job, free, cap, left, agg_ptr, agg_nodes, sub_r
         if via[i] != -1:
             lo, hi = (0, len(agg_nodes)) if via[i] == -2 else (agg_ptr[via[i]],
                                                                agg_ptr[via[i] + 1])
-            nd = _first_machine(req[i], allow[i] if allow.shape[0] else 0, bits, lo, hi,
-                                agg_nodes, left, free, cap)
+            nd = _first_machine(req[i], allow[i] if allow.shape[0] else 0, lo, hi, m)
             if nd >= 0:
                 out[i] = nd
                 left[nd] -= 1
                 _use(req[i], nd, free)
                 continue
         short[job[i]] += 1
-    sub_out = np.full(len(sub_job), -1, np.int64)
+    sub_out = np.full(len(subs.job), -1, np.int64)
     tries = short * max_tries
-    for s in range(len(sub_job)):
-        j = sub_job[s]
+    for s in range(len(subs.job)):
+        j = subs.job[s]
         if short[j] == 0 or tries[j] == 0:
             continue
         tries[j] -= 1
-        nd = _first_machine(sub_req[s], sub_allow[s] if sub_allow.shape[0] else 0, bits, 0,
-                            len(agg_nodes), agg_nodes, left, free, cap)
+        nd = _first_machine(subs.req[s], subs.allow[s] if subs.allow.shape[0] else 0, 0,
+                            len(agg_nodes), m)
         if nd >= 0:
             sub_out[s] = nd
             short[j] -= 1
             left[nd] -= 1
-            _use(sub_req[s], nd, free)
+            _use(subs.req[s], nd, free)
     return out, sub_out

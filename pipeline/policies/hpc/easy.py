@@ -34,7 +34,7 @@ from typing import ClassVar
 import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
-from pipeline.policies.hpc.pool import Pool, backfill_pass, fcfs_pass, job_starts
+from pipeline.policies.hpc.pool import Placed, Pool, backfill_pass, fcfs_pass, job_starts
 from pipeline.policies.models import pending_allow
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 from pipeline.sim.needs import Needs
@@ -61,16 +61,15 @@ class EasyBackfill(PolicyBase):
         starts = job_starts(pending.gang)
         rows = np.empty(len(pending), np.int64)
         nodes = np.empty(len(pending), np.int64)
-        n, head = fcfs_pass(pool.free, req, starts, pool.allow, pool.bits, pool.first,
-                            pool.floor, rows, nodes)
+        out = Placed(rows, nodes)
+        n, head = fcfs_pass(pool.room, starts, out)
         if head < len(starts) - 2:  # the head waits: backfill behind its reservation
             requested = pending.requested_s
             ends, cpus = self._planned_ends(view, now, rows[:n], requested)
             size = job_sizes(req, starts)
             shadow, extra = reservation(pool.free_cpu(), float(size[head]), ends, cpus)
-            n = backfill_pass(pool.free, req, starts, head, size,
-                              now + _estimates(requested[starts[:-1]]), shadow, extra,
-                              pool.allow, pool.bits, pool.first, pool.floor, rows, nodes, n)
+            n = backfill_pass(pool.room, starts, head, size,
+                              now + _estimates(requested[starts[:-1]]), shadow, extra, out, n)
         return Decisions(place_req=rows[:n], place_node=nodes[:n])
 
     @staticmethod

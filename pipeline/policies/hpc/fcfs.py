@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
-from pipeline.policies.hpc.pool import Pool, fcfs_pass, job_starts
+from pipeline.policies.hpc.pool import Placed, Pool, fcfs_pass, job_starts
 from pipeline.policies.models import pending_allow
 from pipeline.sim.interface import Decisions, SchedView
 
@@ -36,6 +36,5 @@ class Fcfs(PolicyBase):
         pool = Pool(view.nodes, pending.req, pending_allow(view))
         rows = np.empty(len(pending), np.int64)
         nodes = np.empty(len(pending), np.int64)
-        n, _ = fcfs_pass(pool.free, pool.req, job_starts(pending.gang), pool.allow, pool.bits,
-                         pool.first, pool.floor, rows, nodes)
+        n, _ = fcfs_pass(pool.room, job_starts(pending.gang), Placed(rows, nodes))
         return Decisions(place_req=rows[:n], place_node=nodes[:n])

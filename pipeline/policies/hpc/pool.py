@@ -9,6 +9,8 @@ and each one takes its room at once, so the next job of the same pass sees what 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -17,6 +19,24 @@ from pipeline.sim.interface import NodeView
 from pipeline.sim.jit import helper
 
 SLACK = 1e-9  # the core's relative slack on capacity checks
+
+
+class Room(NamedTuple):
+    """What the compiled passes read and update (node slots, pending positions)."""
+
+    free: np.ndarray  # (nodes, resources) float: free room of each up node, -inf when down
+    req: np.ndarray  # (pending, resources) float: what each pending request asks
+    allow: np.ndarray  # (pending,) int: GPU model mask per request; empty: any node
+    bits: np.ndarray  # (nodes,) int: each node's GPU model bits; empty: any node
+    first: np.ndarray  # (1,) int: no node below first[0] has room for any request
+    floor: np.ndarray  # (resources,) float: least room any request fits in (room_floor)
+
+
+class Placed(NamedTuple):
+    """Where the passes write their placements, in placement order."""
+
+    row: np.ndarray  # (pending,) int: the pending position of each placed task
+    node: np.ndarray  # (pending,) int: its node slot
 
 
 class Pool:
@@ -35,6 +55,8 @@ class Pool:
         none = allow is None or nodes.gpu_model is None
         self.allow = np.zeros(0, np.int64) if none else np.asarray(allow, np.int64)
         self.bits = np.zeros(0, np.int64) if none else np.asarray(nodes.gpu_model, np.int64)
+        # the same arrays, as the compiled passes take them (updated in place through it)
+        self.room = Room(self.free, self.req, self.allow, self.bits, self.first, self.floor)
 
     def free_cpu(self) -> float:
         """Processors free now over the up nodes."""
@@ -67,10 +89,12 @@ def room_floor(req):  # pragma: no cover - compiled
 
 
 @helper
-def node_for(free, req, i, allow, bits, first, floor):  # pragma: no cover - compiled
+def node_for(room, i):  # pragma: no cover - compiled
     """The first node (lowest slot) where request ``i`` fits now and whose GPU model it
     allows (``allow`` empty: any), -1 if none.  ``first[0]``: no node below it has room
     for any request (:func:`room_floor`); moved past the full nodes first."""
+    free, req, allow, bits, first, floor = (room.free, room.req, room.allow, room.bits,
+                                            room.first, room.floor)
     nd0 = first[0]
     while nd0 < free.shape[0]:
         full = False
@@ -93,12 +117,13 @@ def node_for(free, req, i, allow, bits, first, floor):  # pragma: no cover - com
 
 
 @helper
-def place_job(free, req, lo, hi, allow, bits, out_row, out_node, n, first,
-              floor):  # pragma: no cover - compiled
+def place_job(room, lo, hi, out, n):  # pragma: no cover - compiled
     """Nodes for every task ``lo..hi-1`` of one job, taken at once and written to
-    ``out_*[n:]``; False (nothing taken) when some task does not fit."""
+    ``out[n:]``; False (nothing taken) when some task does not fit."""
+    free, req, first = room.free, room.req, room.first
+    out_row, out_node = out.row, out.node
     for i in range(lo, hi):
-        nd = node_for(free, req, i, allow, bits, first, floor)
+        nd = node_for(room, i)
         if nd < 0:
             for k in range(n, n + i - lo):  # give back what this job took, in order
                 for r in range(free.shape[1]):
@@ -113,32 +138,32 @@ def place_job(free, req, lo, hi, allow, bits, out_row, out_node, n, first,
 
 
 @njit(cache=True)
-def fcfs_pass(free, req, starts, allow, bits, first, floor, out_row,
-              out_node):  # pragma: no cover - compiled
-    """Jobs from the head of the queue while they fit; returns (tasks placed, the first job
-    that did not fit: the number of jobs when all did).  ``first``, ``floor``: as in
-    :class:`Pool`."""
+def fcfs_pass(room, starts, out):  # pragma: no cover - compiled
+    """Jobs (``starts``: :func:`job_starts`) from the head of the queue while they fit;
+    returns (tasks placed, the first job that did not fit: the number of jobs when all
+    did)."""
     n = 0
     for k in range(len(starts) - 1):
         lo, hi = starts[k], starts[k + 1]
-        if not place_job(free, req, lo, hi, allow, bits, out_row, out_node, n, first, floor):
+        if not place_job(room, lo, hi, out, n):
             return n, k
         n += hi - lo
     return n, len(starts) - 1
 
 
 @njit(cache=True)
-def backfill_pass(free, req, starts, head, size, ends, shadow, extra, allow, bits, first,
-                  floor, out_row, out_node, n):  # pragma: no cover - compiled
+def backfill_pass(room, starts, head, size, ends, shadow, extra, out,
+                  n):  # pragma: no cover - compiled
     """EASY's backfill behind job ``head``: a later job starts if it fits now and either
     ends (``ends``: planned end per job) by the ``shadow`` time or takes no more than the
-    ``extra`` processors left (``size``: processors per job); returns the tasks placed."""
+    ``extra`` processors left (``size``: processors per job); ``out[:n]`` holds the tasks
+    placed before; returns the tasks placed in all."""
     for k in range(head + 1, len(starts) - 1):
         by_shadow = ends[k] <= shadow
         if not by_shadow and size[k] > extra:
             continue
         lo, hi = starts[k], starts[k + 1]
-        if not place_job(free, req, lo, hi, allow, bits, out_row, out_node, n, first, floor):
+        if not place_job(room, lo, hi, out, n):
             continue
         if not by_shadow:
             extra -= size[k]
