@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.errors import UsageError
 from pipeline.policies.capacity import formulas as f
-from pipeline.policies.capacity import kernel
+from pipeline.policies.capacity import vectors
 from pipeline.policies.capacity.config import from_xml
 from pipeline.policies.capacity.ideal import Calculator, ideal_assignment, to_obtain
 from pipeline.policies.capacity.preemption import (
@@ -34,17 +34,17 @@ def _mem(x: float) -> np.ndarray:
 def test_user_limit_golden(used: tuple[int, int], limit: float) -> None:
     """100 GB queue, MULP 25, ULF 1, two active users (UsersManager.computeUserLimit)."""
     total = _mem(sum(used))
-    got = kernel.user_limit(QUEUE, total, total, 2.0, 25.0, 1.0, QUEUE, GB, CLUSTER, 0)
+    got = vectors.user_limit(QUEUE, total, total, 2.0, 25.0, 1.0, QUEUE, GB, CLUSTER, 0)
     assert got[1] == limit
 
 
 def test_user_limit_mulp_floor_factor_cap_and_weight() -> None:
-    one = kernel.user_limit(QUEUE, _mem(10), _mem(10), 4.0, 25.0, 1.0, QUEUE, GB, CLUSTER, 0)
+    one = vectors.user_limit(QUEUE, _mem(10), _mem(10), 4.0, 25.0, 1.0, QUEUE, GB, CLUSTER, 0)
     assert one[1] == 25.0  # MULP floor: 25% of the queue's capacity
-    capped = kernel.user_limit(_mem(20), _mem(30), _mem(30), 1.0, 100.0, 1.0, QUEUE, GB,
+    capped = vectors.user_limit(_mem(20), _mem(30), _mem(30), 1.0, 100.0, 1.0, QUEUE, GB,
                                CLUSTER, 0)
     assert capped[1] == 20.0  # user-limit-factor 1 caps at the queue's capacity
-    off = kernel.user_limit(_mem(20), _mem(30), _mem(30), 1.0, 100.0, -1.0, QUEUE, GB,
+    off = vectors.user_limit(_mem(20), _mem(30), _mem(30), 1.0, 100.0, -1.0, QUEUE, GB,
                            CLUSTER, 0)
     assert off[1] == 31.0  # ULF -1: capped by the queue's maximum instead
     assert f.user_specific_limit(_mem(41), 1.5, GB)[1] == 61.0  # floor(61.5)
@@ -63,8 +63,8 @@ def test_normalisation_to_minimum_allocation(mb: int, expected_mb: int) -> None:
 def test_dominant_compare_and_ratio() -> None:
     a, b = np.array([50.0, 10.0, 0.0]), np.array([10.0, 40.0, 0.0])
     assert f.greater(a, b, CLUSTER, f.DOMINANT) and not f.greater(a, b, CLUSTER, f.DEFAULT)
-    assert kernel.greater(a, b, CLUSTER, 1) and not kernel.greater(a, b, CLUSTER, 0)
-    assert kernel.ratio(a, b, CLUSTER, 1) == pytest.approx(50 / 40)
+    assert vectors.greater(a, b, CLUSTER, 1) and not vectors.greater(a, b, CLUSTER, 0)
+    assert vectors.ratio(a, b, CLUSTER, 1) == pytest.approx(50 / 40)
 
 
 def test_application_and_am_limits() -> None:

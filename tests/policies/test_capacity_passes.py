@@ -9,6 +9,11 @@ from hypothesis import strategies as st
 
 from pipeline.policies.capacity import formulas as f
 from pipeline.policies.capacity.prepare import (
+    AliveApps,
+    AliveCounts,
+    JobSums,
+    Sizing,
+    alive_counts,
     keep_waiting,
     normalize_pending,
     scan_running,
@@ -48,8 +53,9 @@ def test_normalised_requests_match_the_formula(rows: list, minimum: tuple, domin
     np.testing.assert_array_equal(some[rows_], out[rows_])
     assert np.isnan(np.delete(some, rows_, axis=0)).all()
     used = np.empty((n, 3))
-    pair = scan_running(np.arange(n), jobs, req, minimum_a, calc, np.zeros(1),
-                        np.zeros(1, np.int64), 1, np.zeros(0), used, np.empty(n, np.int64))
+    pair = scan_running(np.arange(n), jobs, req, Sizing(minimum_a, calc),
+                        JobSums(np.zeros(1), np.zeros(1, np.int64), np.zeros(0)), 1, used,
+                        np.empty(n, np.int64))
     np.testing.assert_array_equal(used[nonzero], expect[nonzero])
     np.testing.assert_array_equal(pair[0], used.sum(axis=0))
 
@@ -68,3 +74,45 @@ def test_keep_waiting_reads_each_application_s_key() -> None:
     assert kept[:n_kept].tolist() == [1, 2, 3, 6]  # job 1 (started), job 2 (key 1 open)
     assert cand[:n_cand].tolist() == [2]
     assert not mark.any()
+
+
+def _alive_reference(run_job: list[int], pend_job: list[int], started: list[bool],
+                     key: list[int], pair: list[int], am_req: np.ndarray, n_keys: int,
+                     n_pairs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each started application with a container running or a request pending, once, in
+    first-seen order (running first): its AM resources and count per key, count per
+    pair (state.py: the AM counts while the application is alive)."""
+    am_used = np.zeros((n_keys, 3))
+    key_apps = np.zeros(n_keys, dtype=np.int64)
+    pair_apps = np.zeros(n_pairs, dtype=np.int64)
+    seen: set[int] = set()
+    for j in run_job + pend_job:
+        if started[j] and j not in seen:
+            seen.add(j)
+            am_used[key[j]] += am_req[j]
+            key_apps[key[j]] += 1
+            pair_apps[pair[j]] += 1
+    return am_used, key_apps, pair_apps
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_alive_counts_match_a_plain_count(data: st.DataObject) -> None:
+    """alive_counts sums each alive started application once, as the reference does, and
+    leaves its scratch marks clear."""
+    n_jobs = data.draw(st.integers(1, 8))
+    jobs = st.lists(st.integers(0, n_jobs - 1), max_size=12)
+    run_job, pend_job = data.draw(jobs), data.draw(jobs)
+    started = data.draw(st.lists(st.booleans(), min_size=n_jobs, max_size=n_jobs))
+    key = data.draw(st.lists(st.integers(0, 2), min_size=n_jobs, max_size=n_jobs))
+    pair = data.draw(st.lists(st.integers(0, 3), min_size=n_jobs, max_size=n_jobs))
+    am_req = np.array(data.draw(st.lists(st.tuples(_values, _values, _values),
+                                         min_size=n_jobs, max_size=n_jobs)))
+    apps = AliveApps(np.array(started, dtype=np.bool_), np.array(key, dtype=np.int64),
+                     np.array(pair, dtype=np.int64), am_req, np.zeros(n_jobs, np.bool_))
+    counts = AliveCounts(np.zeros((3, 3)), np.zeros(3, np.int64), np.zeros(4, np.int64))
+    alive_counts(np.array(run_job, np.int64), np.array(pend_job, np.int64), apps, counts)
+    expect = _alive_reference(run_job, pend_job, started, key, pair, am_req, 3, 4)
+    for got, want in zip(counts, expect, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert not apps.mark.any()

@@ -81,7 +81,7 @@ def greater(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calculator: str) 
 def user_specific_limit(limit: np.ndarray, weight: float, minimum: np.ndarray,
                         calculator: str = DEFAULT) -> np.ndarray:
     """``normalizeDown(userLimit * weight, minimum)`` (UsersManager); the user limit itself
-    is :func:`pipeline.policies.capacity.kernel.user_limit`."""
+    is :func:`pipeline.policies.capacity.vectors.user_limit`."""
     return _round_down(limit * weight, _step(minimum, calculator))
 
 

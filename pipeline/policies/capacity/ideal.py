@@ -37,6 +37,7 @@ here they are exact and the water-filling stops when what is left is a negligibl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -58,6 +59,17 @@ class PreemptionSettings:
     per_round: float = 0.1
     dead_zone: float = 0.1
     natural_termination: float = 0.2
+
+
+class Siblings(NamedTuple):
+    """The children of one parent, as the water-filling of step 1 reads them (k queues)."""
+
+    guar: np.ndarray  # (k, 3) guaranteed
+    maxi: np.ndarray  # (k, 3) maximum capacity
+    used: np.ndarray  # (k, 3) used
+    want: np.ndarray  # (k, 3) used + pending
+    leaf: np.ndarray  # (k,) bool: a leaf queue
+    prio: np.ndarray  # (k,) int64 queue priority (read when the parent orders by it)
 
 
 @dataclass(frozen=True)
@@ -173,21 +185,22 @@ def _before(x, y, rel, prio, use_prio):
 
 
 @njit(cache=True)
-def _offer(avail, q, ideal, guar, maxi, used, want, leaf, base, dominant):
-    """What queue ``q`` accepts of ``avail`` (``TempQueuePerPartition.offer``)."""
-    room = np.maximum(maxi[q] - ideal[q], 0.0)
-    accepted = np.minimum(room, _smaller(avail, want[q] - ideal[q], base, dominant))
-    if leaf[q]:  # filterByMaxDeductAssigned: never past max(used, guaranteed)
-        cap = np.maximum(_larger(used[q], guar[q], base, dominant) - ideal[q], 0.0)
+def _offer(avail, q, ideal, sib, base, dominant):
+    """What queue ``q`` of ``sib`` (:class:`Siblings`) accepts of ``avail``
+    (``TempQueuePerPartition.offer``)."""
+    room = np.maximum(sib.maxi[q] - ideal[q], 0.0)
+    accepted = np.minimum(room, _smaller(avail, sib.want[q] - ideal[q], base, dominant))
+    if sib.leaf[q]:  # filterByMaxDeductAssigned: never past max(used, guaranteed)
+        cap = np.maximum(_larger(sib.used[q], sib.guar[q], base, dominant) - ideal[q], 0.0)
         accepted = _smaller(accepted, cap, base, dominant)
     return np.minimum(np.maximum(accepted, 0.0), avail)
 
 
 @njit(cache=True)
-def _fixpoint(ideal, unassigned, members, guar, maxi, used, want, leaf, prio, use_prio,
-              by_guarantee, base, dominant):
-    """``computeFixpointAllocation`` over ``members``; updates ``ideal`` and
-    ``unassigned`` in place."""
+def _fixpoint(ideal, unassigned, members, sib, use_prio, by_guarantee, base, dominant):
+    """``computeFixpointAllocation`` over ``members`` of ``sib`` (:class:`Siblings`);
+    updates ``ideal`` and ``unassigned`` in place."""
+    guar, want, prio = sib.guar, sib.want, sib.prio
     k = len(ideal)
     zero = np.zeros(3)
     active = members.copy()
@@ -219,7 +232,7 @@ def _fixpoint(ideal, unassigned, members, guar, maxi, used, want, leaf, prio, us
                 for r in range(3):
                     norm[r] = guar[q, r] / tot[r] if tot[r] > 0 else 0.0
             avail = np.minimum(offered * norm, unassigned)
-            done = _offer(avail, q, ideal, guar, maxi, used, want, leaf, base, dominant)
+            done = _offer(avail, q, ideal, sib, base, dominant)
             ideal[q] += done
             unassigned[:] = np.maximum(unassigned - done, 0.0)
             active[q] = _cmp(done, zero, base, dominant) > 0
@@ -240,16 +253,14 @@ def _ideal(total, guar, maxi, used, pending, leaf, prio, use_prio, dominant):
             unassigned -= ideal[q]
     # Hadoop lets a component of what is left go negative only until the first offer
     unassigned = np.maximum(unassigned, 0.0)
-    want = used + pending
-    _fixpoint(ideal, unassigned, nonzero, guar, maxi, used, want, leaf, prio, use_prio,
-              True, total, dominant)
+    sib = Siblings(guar, maxi, used, used + pending, leaf, prio)
+    _fixpoint(ideal, unassigned, nonzero, sib, use_prio, True, total, dominant)
     if (~nonzero).any() and _cmp(unassigned, zero, total, dominant) > 0:
         for q in range(k):  # zero guarantees share what is left equally
             if not nonzero[q]:
                 unassigned -= ideal[q]
         unassigned = np.maximum(unassigned, 0.0)
-        _fixpoint(ideal, unassigned, ~nonzero, guar, maxi, used, want, leaf, prio, False,
-                  False, total, dominant)
+        _fixpoint(ideal, unassigned, ~nonzero, sib, False, False, total, dominant)
     return ideal
 
 

@@ -28,187 +28,61 @@ reference).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from pipeline.policies.capacity.inputs import Apps, Leaves, Queues, Room, Users
-from pipeline.policies.locality.gate import GateState, pick, refresh_local, taken
-from pipeline.sim.jit import helper
-
-EPS = 1e-9
-
-
-# Vectors inside the kernel are 3-tuples of floats, read from rows by index: a row *view*
-# (``a[i]``) is a new array whose creation and release each cost an atomic reference count
-# update, and in the per-container loop those updates were most of the kernel's time.
-
-@helper
-def _row(a: np.ndarray, i: int) -> tuple[float, float, float]:
-    return (a[i, 0], a[i, 1], a[i, 2])
-
-
-@helper
-def _vec(a: np.ndarray) -> tuple[float, float, float]:
-    return (a[0], a[1], a[2])
-
-
-@helper
-def _plus(a: tuple, b: tuple) -> tuple[float, float, float]:
-    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+from pipeline.policies.capacity.vectors import (
+    EPS,
+    exceeds,
+    plus,
+    ratio_of,
+    rounded,
+    row,
+    user_limit_of,
+    vec,
+)
+from pipeline.policies.locality.gate import (
+    GateState,
+    named_gate,
+    pick,
+    plain_gate,
+    refresh_local,
+    taken,
+)
+from pipeline.sim.jit import helper, inlined
 
 
-@helper
-def _gt(a: tuple, b: tuple, cluster: np.ndarray, calc: int) -> bool:
-    """``Resources.greaterThan``: memory, or shares compared largest first (DRC)."""
-    if calc == 0:
-        return a[1] > b[1] + EPS
-    return _shares_greater(a[0], a[1], a[2], b[0], b[1], b[2], cluster)
-
-
-@njit(cache=True)
-def greater(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calc: int) -> bool:
-    """:func:`_gt` of two arrays."""
-    return _gt(_vec(a), _vec(b), cluster, calc)
-
-
-@helper
-def _share(x: float, total: float) -> float:
-    return x / total if total > 0 else 0.0
-
-
-@helper
-def _descending(x: float, y: float, z: float) -> tuple[float, float, float]:
-    """Three numbers largest first (a sorting network: no array, no allocation)."""
-    if x < y:
-        x, y = y, x
-    if y < z:
-        y, z = z, y
-    if x < y:
-        x, y = y, x
-    return x, y, z
-
-
-@helper
-def _shares_greater(a0: float, a1: float, a2: float, b0: float, b1: float, b2: float,
-                    cluster: np.ndarray) -> bool:
-    """DRC's comparison of two vectors given by their entries: the shares of the cluster,
-    largest first, compared in turn (the first that differs decides)."""
-    sa = _descending(_share(a0, cluster[0]), _share(a1, cluster[1]), _share(a2, cluster[2]))
-    sb = _descending(_share(b0, cluster[0]), _share(b1, cluster[1]), _share(b2, cluster[2]))
-    for r in range(3):
-        if abs(sa[r] - sb[r]) > EPS:
-            return sa[r] > sb[r]
-    return False
-
-
-@helper
-def _ratio(a: tuple, b: tuple, cluster: np.ndarray, calc: int) -> float:
-    """``rc.divide``: memory ratio, or dominant share ratio."""
-    if calc == 0:
-        return a[1] / b[1] if b[1] > 0 else np.inf
-    da = 0.0
-    db = 0.0
-    for r in range(3):
-        if cluster[r] > 0:
-            da = max(da, a[r] / cluster[r])
-            db = max(db, b[r] / cluster[r])
-    return da / db if db > 0 else np.inf
-
-
-@njit(cache=True)
-def ratio(a: np.ndarray, b: np.ndarray, cluster: np.ndarray, calc: int) -> float:
-    """:func:`_ratio` of two arrays."""
-    return _ratio(_vec(a), _vec(b), cluster, calc)
-
-
-@helper
-def _round1(x: float, step: float, on: bool, up: bool) -> float:
-    if step > 0 and on:
-        q = x / step
-        return (np.ceil(q - EPS) if up else np.floor(q + EPS)) * step
-    return x
-
-
-@helper
-def _rounded(x: tuple, minimum: np.ndarray, calc: int, up: bool) -> tuple[float, float, float]:
-    """``x`` rounded to multiples of the minimum allocation (memory only with the default
-    calculator)."""
-    return (_round1(x[0], minimum[0], calc == 1, up), _round1(x[1], minimum[1], True, up),
-            _round1(x[2], minimum[2], calc == 1, up))
-
-
-@njit(cache=True)
-def user_limit(cap: np.ndarray, queue_used: np.ndarray, active_used: np.ndarray,
-               active_w: float, mulp: float, ulf: float, qmax: np.ndarray,
-               minimum: np.ndarray, cluster: np.ndarray, calc: int) -> np.ndarray:
-    """The active-users user limit of a leaf queue (``UsersManager.computeUserLimit``,
-    Hadoop 3.3): the one definition, shared by the assignment loop (:func:`_user_limit`),
-    the preemption monitor's pending demand (:mod:`.pending`) and the tests.
-
-    ``cap`` is the queue's guaranteed resource, ``queue_used`` what all its users use,
-    ``active_used`` what its active users (with pending requests) use and ``active_w`` the
-    sum of their weights; ``mulp`` minimum-user-limit-percent, ``ulf`` user-limit-factor
-    (< 0: off, capped by the queue's maximum ``qmax``).  As in Hadoop 3.3 the request is
-    assumed to be one minimum allocation; per user, multiply by the user's weight and round
-    *down* (:func:`~pipeline.policies.capacity.formulas.user_specific_limit`).
-    """
-    lim = _user_limit(_vec(cap), _vec(queue_used), _vec(active_used), active_w, mulp, ulf,
-                      _vec(qmax), minimum, cluster, calc)
-    out = np.empty(3)
-    out[0], out[1], out[2] = lim
-    return out
-
-
-@helper
-def _user_limit(cap: tuple, queue_used: tuple, active_used: tuple, active_w: float,
-                mulp: float, ulf: float, qmax: tuple, minimum: np.ndarray,
-                cluster: np.ndarray, calc: int) -> tuple[float, float, float]:
-    """:func:`user_limit` of 3-tuples (the kernel computes it once per container)."""
-    mn = _vec(minimum)
-    c = mn if _gt(mn, cap, cluster, calc) else cap  # "miniscule capacity"
-    current = c if _gt(c, queue_used, cluster, calc) else _plus(queue_used, mn)
-    w = max(active_w, EPS)
-    f = mulp / 100.0
-    # divideAndCeil rounds to whole MB/vcores; in the trace's float units that is a no-op
-    # next to the final round-up to the minimum allocation.
-    by_users = ((active_used[0] + mn[0]) / w, (active_used[1] + mn[1]) / w,
-                (active_used[2] + mn[2]) / w)
-    by_pct = (current[0] * f, current[1] * f, current[2] * f)
-    limit = by_pct if _gt(by_pct, by_users, cluster, calc) else by_users
-    mx = qmax if ulf < 0 else (c[0] * ulf, c[1] * ulf, c[2] * ulf)
-    if _gt(limit, mx, cluster, calc):
-        limit = mx
-    return _rounded(limit, minimum, calc, True)
-
-
-@helper
+@inlined
 def _leaf_user_limit(leaves: Leaves, queues: Queues, room: Room, leaf: int,
                      q: int) -> tuple[float, float, float]:
     """The active-users user limit of ``leaf`` (queue ``q``) now."""
-    return _user_limit(_row(leaves.cap, leaf), _row(queues.used, q),
-                       _row(leaves.active_used, leaf), leaves.active_w[leaf],
-                       leaves.mulp[leaf], leaves.ulf[leaf], _row(leaves.max, leaf),
+    return user_limit_of(row(leaves.cap, leaf), row(queues.used, q),
+                       row(leaves.active_used, leaf), leaves.active_w[leaf],
+                       leaves.mulp[leaf], leaves.ulf[leaf], row(leaves.max, leaf),
                        room.minimum, room.cluster, room.calc)
 
 
-@helper
+@inlined
 def _fits_path(q: int, r: tuple, queues: Queues, room: Room) -> bool:
     """Whether ``r`` keeps ``q`` and its ancestors within their maximum capacity."""
     while q >= 0:
-        if _gt(_plus(_row(queues.used, q), r), _row(queues.max, q), room.cluster, room.calc):
+        if exceeds(plus(row(queues.used, q), r), row(queues.max, q), room.cluster, room.calc):
             return False
         q = queues.parent[q]
     return True
 
 
-@helper
+@inlined
 def _before(a: int, b: int, queues: Queues, use_prio: bool, room: Room) -> bool:
     """Whether child queue ``a`` goes before ``b`` (PriorityUtilizationQueueOrderingPolicy)."""
     access, cluster, calc = queues.access, room.cluster, room.calc
     if access[a] != access[b]:
         return access[a]
-    ra = _ratio(_row(queues.used, a), _row(queues.guar, a), cluster, calc)
-    rb = _ratio(_row(queues.used, b), _row(queues.guar, b), cluster, calc)
+    ra = ratio_of(row(queues.used, a), row(queues.guar, a), cluster, calc)
+    rb = ratio_of(row(queues.used, b), row(queues.guar, b), cluster, calc)
     prio = queues.prio
     if use_prio and prio[a] != prio[b] and (ra < 1.0) == (rb < 1.0):
         return prio[a] > prio[b]
@@ -216,15 +90,15 @@ def _before(a: int, b: int, queues: Queues, use_prio: bool, room: Room) -> bool:
         return ra < 1.0
     if abs(ra - rb) > EPS:
         return ra < rb
-    total = _vec(cluster)
-    ga = _ratio(_row(queues.guar, a), total, cluster, calc)
-    gb = _ratio(_row(queues.guar, b), total, cluster, calc)
+    total = vec(cluster)
+    ga = ratio_of(row(queues.guar, a), total, cluster, calc)
+    gb = ratio_of(row(queues.guar, b), total, cluster, calc)
     if abs(ga - gb) > EPS:
         return ga > gb
     return a < b
 
 
-@helper
+@inlined
 def _can_activate(leaves: Leaves, users: Users, leaf: int, p: int, r: tuple,
                   room: Room) -> bool:
     """Application limits and the AM limit (the first application of a leaf always starts:
@@ -236,12 +110,12 @@ def _can_activate(leaves: Leaves, users: Users, leaf: int, p: int, r: tuple,
     if (room.zero_am and am_used[leaf, 0] <= 0 and am_used[leaf, 1] <= 0
             and am_used[leaf, 2] <= 0):
         return True
-    return leaves.apps[leaf] == 0 or not _gt(_plus(_row(am_used, leaf), r),
-                                             _row(leaves.am_limit, leaf), room.cluster,
+    return leaves.apps[leaf] == 0 or not exceeds(plus(row(am_used, leaf), r),
+                                             row(leaves.am_limit, leaf), room.cluster,
                                              room.calc)
 
 
-@helper
+@inlined
 def _pick_leaf(q_alive: np.ndarray, queues: Queues, room: Room) -> int:
     """Descend from the root to the leaf queue that gets the next container (-1: none)."""
     q = 0
@@ -271,7 +145,7 @@ def _alive_queues(apps: Apps, leaves: Leaves, queues: Queues) -> np.ndarray:
     return q_alive
 
 
-@helper
+@inlined
 def _retire(q: int, q_alive: np.ndarray, queues: Queues) -> None:
     """Leaf queue ``q`` can take nothing more in this pass: so can every ancestor whose
     children all cannot."""
@@ -287,7 +161,7 @@ def _retire(q: int, q_alive: np.ndarray, queues: Queues) -> None:
         up = queues.parent[up]
 
 
-@helper
+@inlined
 def _account(apps: Apps, users: Users, leaves: Leaves, queues: Queues, leaf: int, q: int,
              a: int, r: tuple) -> None:
     """Charge container ``r`` of application ``a`` (leaf ``leaf``, queue ``q``) to its
@@ -315,7 +189,7 @@ def _account(apps: Apps, users: Users, leaves: Leaves, queues: Queues, leaf: int
         leaves.active_w[leaf] -= users.w[p]
 
 
-@helper
+@inlined
 def _leaf_choice(apps: Apps, users: Users, leaves: Leaves, queues: Queues, room: Room,
                  free: np.ndarray, blocked: np.ndarray, nxt: np.ndarray, first: np.ndarray,
                  leaf: int) -> int:
@@ -336,10 +210,10 @@ def _leaf_choice(apps: Apps, users: Users, leaves: Leaves, queues: Queues, room:
             continue
         p = apps.pair[a]
         w = users.w[p]
-        ulim = _rounded((lim[0] * w, lim[1] * w, lim[2] * w), room.minimum, calc, False)
-        if _gt(_row(users.used, p), ulim, cluster, calc):
+        ulim = rounded((lim[0] * w, lim[1] * w, lim[2] * w), room.minimum, calc, False)
+        if exceeds(row(users.used, p), ulim, cluster, calc):
             continue  # user over its limit (a '>' check: at the limit may take one)
-        r = _row(apps.req, apps.req_idx[nxt[a]])
+        r = row(apps.req, apps.req_idx[nxt[a]])
         if not apps.started[a] and not _can_activate(leaves, users, leaf, p, r, room):
             blocked[a] = True
             continue
@@ -358,6 +232,18 @@ def _leaf_choice(apps: Apps, users: Users, leaves: Leaves, queues: Queues, room:
     return chosen
 
 
+class Work(NamedTuple):
+    """One :func:`allocate` call's working arrays."""
+
+    free: np.ndarray  # (3,) float: the room containers are fitted against (a node's row)
+    best: np.ndarray  # (apps,) int: node-local request per application (a heartbeat), -1
+    touched: np.ndarray  # (apps,) int: applications with an entry in ``best``
+    q_alive: np.ndarray  # (queues,) bool: a leaf under the queue may take more
+    blocked: np.ndarray  # (apps,) bool: the application takes nothing more in this call
+    nxt: np.ndarray  # (apps,) int: next position in ``apps.req_idx``
+    first: np.ndarray  # (leaves,) int: applications before it are done or blocked
+
+
 @njit(cache=True)
 def allocate(apps: Apps, users: Users, leaves: Leaves, queues: Queues, room: Room,
              gate: GateState, out: np.ndarray) -> int:
@@ -372,19 +258,24 @@ def allocate(apps: Apps, users: Users, leaves: Leaves, queues: Queues, room: Roo
     is skipped for this heartbeat, as ``RegularContainerAllocator`` returns
     ``LOCALITY_SKIPPED``); ``nxt``, ``done`` and the gate's state persist between offers.
     """
-    nd, done, node_free, fit_req = gate.node, gate.asks.done, gate.asks.free, gate.asks.need
-    req, req_idx, app_hi = apps.req, apps.req_idx, apps.hi
+    nd = gate.node
     best = np.full(len(apps.lo) if nd >= 0 else 0, -1, np.int64)
     touched = np.empty(len(best), np.int64)
-    n_touched = 0
-    free = room.free
-    if nd >= 0:
-        free = node_free[nd]
-        n_touched = refresh_local(gate, best, touched, 0)
-    q_alive = _alive_queues(apps, leaves, queues)
-    blocked = np.zeros(len(apps.lo), dtype=np.bool_)
-    nxt = apps.lo.copy() if nd < 0 else gate.nxt
-    first = apps.leaf_lo.copy()  # apps before it are done or blocked (skipped for speed)
+    n_touched = refresh_local(gate, best, touched, 0) if nd >= 0 else 0
+    work = Work(room.free if nd < 0 else gate.asks.free[nd], best, touched,
+                _alive_queues(apps, leaves, queues), np.zeros(len(apps.lo), dtype=np.bool_),
+                apps.lo.copy() if nd < 0 else gate.nxt, apps.leaf_lo.copy())
+    return _assign(apps, users, leaves, queues, room, gate, work, n_touched, out)
+
+
+@helper
+def _assign(apps: Apps, users: Users, leaves: Leaves, queues: Queues, room: Room,
+            gate: GateState, work: Work, n_touched: int, out: np.ndarray) -> int:
+    """:func:`allocate`'s loop: a :func:`helper`, so the inlined steps read the structures'
+    arrays without reference counting."""
+    nd, done, node_free, fit_req = gate.node, gate.asks.done, gate.asks.free, gate.asks.need
+    req, req_idx, app_hi = apps.req, apps.req_idx, apps.hi
+    free, best, touched, q_alive, blocked, nxt, first = work
     n = 0
     while True:
         q = _pick_leaf(q_alive, queues, room)
@@ -400,7 +291,7 @@ def allocate(apps: Apps, users: Users, leaves: Leaves, queues: Queues, room: Roo
                 break
             # a heartbeat: the gate picks the application's request, or it lets the node pass
             i, typ = pick(gate, chosen, best[chosen], req_idx, nxt[chosen], app_hi[chosen])
-            if i >= 0 and _fits_path(q, _row(req, i), queues, room):
+            if i >= 0 and _fits_path(q, row(req, i), queues, room):
                 break
             blocked[chosen] = True  # the next application in the leaf's order
         if chosen < 0:
@@ -411,7 +302,7 @@ def allocate(apps: Apps, users: Users, leaves: Leaves, queues: Queues, room: Roo
             i = req_idx[nxt[a]]
         else:
             taken(gate, i, typ, a)
-        r = _row(req, i)
+        r = row(req, i)
         out[n] = i
         n += 1
         if nd < 0:
@@ -426,3 +317,20 @@ def allocate(apps: Apps, users: Users, leaves: Leaves, queues: Queues, room: Roo
             n_touched = refresh_local(gate, best, touched, n_touched)
         _account(apps, users, leaves, queues, leaf, q, a, r)
     return n
+
+
+def assign(apps: Apps, users: Users, leaves: Leaves, queues: Queues, room: Room,
+           gate: GateState, out: np.ndarray) -> int:
+    """:func:`allocate` called from Python.  The structures cross into compiled code as
+    plain tuples and are named again on entry: numba's dispatcher reads a plain tuple of
+    arrays in C, a NamedTuple field by field (this call's arguments: 32 us as NamedTuples,
+    11 us plain, per scheduling call)."""
+    return _allocate_plain(tuple(apps), tuple(users), tuple(leaves), tuple(queues),
+                           tuple(room), plain_gate(gate), out)
+
+
+@njit(cache=True)
+def _allocate_plain(apps, users, leaves, queues, room, gate, out):
+    """:func:`allocate` on :func:`assign`'s plain tuples."""
+    return allocate(Apps(*apps), Users(*users), Leaves(*leaves), Queues(*queues), Room(*room),
+                    named_gate(gate), out)

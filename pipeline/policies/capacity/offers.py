@@ -1,9 +1,10 @@
-"""CapacityScheduler delay scheduling: the assignment loop run once per node heartbeat.
+"""Capacity-scheduler delay scheduling: the assignment loop run once per node heartbeat.
 
-Hadoop allocates when a NodeManager heartbeats (``CapacityScheduler.nodeUpdate`` ->
-``allocateContainersToNode``): the queues are descended for *that* node, and an application
-whose requests want other nodes lets it pass (a missed scheduling opportunity,
-``RegularContainerAllocator``), so the next application in the queue's order gets it.
+Hadoop allocates when a NodeManager heartbeats (``nodeUpdate`` ->
+``allocateContainersToNode`` of the scheduler in ``scheduler/capacity``): the queues are
+descended for *that* node, and an application whose requests want other nodes lets it pass
+(a missed scheduling opportunity, ``RegularContainerAllocator``), so the next application
+in the queue's order gets it.
 tracereplay does the same when the pending requests say where their data is: the core's
 heartbeats since the previous call (:mod:`pipeline.sim.heartbeat`) are offered in time
 order, each runs :func:`~pipeline.policies.capacity.kernel.allocate` with the node's room,
@@ -29,6 +30,8 @@ from pipeline.policies.capacity.kernel import allocate
 from pipeline.policies.locality.gate import (
     Candidates,
     GateState,
+    LocalityRule,
+    LocalityState,
     at_offer,
     offer_run,
     offered,
@@ -37,22 +40,23 @@ from pipeline.policies.locality.gate import (
 from pipeline.policies.models import model_masks, pending_allow
 
 if TYPE_CHECKING:
-    from pipeline.policies.capacity.policy import CapacityScheduler
     from pipeline.sim.interface import SchedView
 
 
-def wants_offers(p: CapacityScheduler, view: SchedView) -> bool:
-    """Whether this call places on heartbeats: the rule can delay and a request has data."""
-    if view.beats is None or not p.rule_.delays or len(view.pending) == 0:
+def wants_offers(rule: LocalityRule, view: SchedView) -> bool:
+    """Whether this call places on heartbeats: ``rule`` (the policy's delay scheduling)
+    can delay and a request has data."""
+    if view.beats is None or not rule.delays or len(view.pending) == 0:
         return False  # (``beats``, not ``offers``: the reports are computed when read)
     return bool(view.pending.has_inputs.any())
 
 
-def place_on_offers(p: CapacityScheduler, view: SchedView, args: Inputs, fit: np.ndarray,
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Requests placed and their nodes, heartbeat by heartbeat (``args``: the kernel's
-    inputs from :func:`~pipeline.policies.capacity.batch.kernel_inputs`; ``fit``: per
-    request the room it needs on a node, the larger of its raw and normalised sizes)."""
+def place_on_offers(rule: LocalityRule, locality: LocalityState, view: SchedView,
+                    args: Inputs, fit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Requests placed and their nodes, heartbeat by heartbeat (``rule``/``locality``: the
+    policy's delay scheduling and its per-application counters, updated; ``args``: the
+    kernel's inputs from :func:`~pipeline.policies.capacity.batch.kernel_inputs`; ``fit``:
+    per request the room it needs on a node, the larger of its raw and normalised sizes)."""
     assert view.offers is not None
     nodes = view.nodes
     req_idx, app_lo, app_hi = args.apps.req_idx, args.apps.lo, args.apps.hi
@@ -63,10 +67,10 @@ def place_on_offers(p: CapacityScheduler, view: SchedView, args: Inputs, fit: np
     app_of[req_idx] = np.repeat(np.arange(n_apps), app_hi - app_lo)
     jobs = np.asarray(view.pending.job, dtype=np.int64)
     app_job = jobs[req_idx[app_lo]]
-    p.locality_.grow(int(app_job.max()) + 1)
+    locality.grow(int(app_job.max()) + 1)
     cands = Candidates(view.pending.inputs, nodes.rack, app_of, n_apps, view.pending.ready_s,
                        model_masks(nodes, pending_allow(view)))
-    run = offer_run(view.offers, nodes, cands, p.rule_, p.locality_, fit, req_idx,
+    run = offer_run(view.offers, nodes, cands, rule, locality, fit, req_idx,
                     app_lo.copy(), app_job)
     n = cs_offers(args, *run)
     return run[-2][:n], run[-1][:n]

@@ -18,20 +18,16 @@ leaf's AM and application limits).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from pipeline.policies.capacity.batch import active_users
 from pipeline.policies.capacity.formulas import DEFAULT, DOMINANT, user_specific_limit
-from pipeline.policies.capacity.kernel import user_limit
+from pipeline.policies.capacity.runtime import CapacityState
 from pipeline.policies.capacity.state import dense_sum
-
-if TYPE_CHECKING:
-    from pipeline.policies.capacity.policy import CapacityScheduler
+from pipeline.policies.capacity.vectors import user_limit
 
 
-def leaf_pending(p: CapacityScheduler, req: np.ndarray, jobs: np.ndarray, sel: np.ndarray,
+def leaf_pending(st: CapacityState, req: np.ndarray, jobs: np.ndarray, sel: np.ndarray,
                  pair_used: np.ndarray, guar: np.ndarray, maxi: np.ndarray,
                  cluster: np.ndarray) -> np.ndarray:
     """(n_leaves, 3) pending demand the monitor sees in one partition.
@@ -41,21 +37,21 @@ def leaf_pending(p: CapacityScheduler, req: np.ndarray, jobs: np.ndarray, sel: n
     use per (leaf, user) in the partition; ``guar``/``maxi``: (n_queues, 3) effective
     guarantees and maxima there; ``cluster``: the partition's resource.
     """
-    tree, s = p.tree_, p.settings_
-    n_leaves, n_users = tree.n_leaves, p.weights_.shape[1]
+    tree, s = st.tree, st.settings
+    n_leaves, n_users = tree.n_leaves, st.n_users
     n_pairs = n_leaves * n_users
-    pair = np.take(p.job_pair_, jobs[sel])
+    pair = np.take(st.job_pair, jobs[sel])
     want = dense_sum(pair, np.take(req, sel, axis=0), n_pairs)
     pair_left = np.bincount(pair, minlength=n_pairs).astype(np.int64)
-    pair_w, active_used, active_w = active_users(p, pair_left, pair_used)
-    q_used = p.paths_ @ pair_used.reshape(n_leaves, n_users, 3).sum(axis=1)
+    pair_w, active_used, active_w = active_users(st, pair_left, pair_used)
+    q_used = st.paths @ pair_used.reshape(n_leaves, n_users, 3).sum(axis=1)
     limits = np.zeros((n_leaves, 3))
     for pos, q in enumerate(tree.leaves.tolist()):
         if active_w[pos] > 0:
             limits[pos] = user_limit(guar[q], q_used[q], active_used[pos], active_w[pos],
-                                     s.mulp[pos], s.ulf[pos], maxi[q], p.minimum_,
-                                     np.asarray(cluster, dtype=np.float64), p.calc_)
+                                     s.mulp[pos], s.ulf[pos], maxi[q], st.minimum,
+                                     np.asarray(cluster, dtype=np.float64), st.calc)
     per_user = user_specific_limit(np.repeat(limits, n_users, axis=0), pair_w[:, None],
-                                   p.minimum_, DOMINANT if p.calc_ else DEFAULT)
+                                   st.minimum, DOMINANT if st.calc else DEFAULT)
     headroom = np.maximum(per_user - pair_used, 0.0)
     return np.minimum(headroom, want).reshape(n_leaves, n_users, 3).sum(axis=1)

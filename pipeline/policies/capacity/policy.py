@@ -13,7 +13,9 @@ loop of :mod:`~pipeline.policies.capacity.kernel` hands out containers one at a 
 Hadoop's order; the chosen containers go, in that order, to the up node with the least
 memory allocated (as ``yarn-uniform``; YARN's node is the one heartbeating), and a
 container that fits on no node reserves one (:mod:`.reservations`).  Queue, user and AM
-accounting use the normalised sizes.
+accounting use the normalised sizes.  What the policy remembers between scheduling points
+is one :class:`~pipeline.policies.capacity.runtime.CapacityState`, which the modules below
+take in place of the policy.
 
 Node labels (partitions, exclusive and non-exclusive; :mod:`.partitions`, :mod:`.labels`,
 :mod:`.passes`) and absolute-resource capacities (:mod:`.resources`) are modelled; the
@@ -38,25 +40,27 @@ import numpy as np
 from pipeline.errors import UsageError
 from pipeline.policies.base import Param, PolicyBase, PreemptionProfile
 from pipeline.policies.capacity import config as cfg
-from pipeline.policies.capacity.batch import admission, kernel_inputs, normalized
+from pipeline.policies.capacity.batch import Admission, admission, kernel_inputs, normalized
 from pipeline.policies.capacity.formulas import (
     DEFAULT,
     DOMINANT,
     mb_per_unit,
     minimum_allocation,
 )
-from pipeline.policies.capacity.kernel import allocate
+from pipeline.policies.capacity.kernel import assign
 from pipeline.policies.capacity.offers import place_on_offers, wants_offers
 from pipeline.policies.capacity.partitions import Partitions
 from pipeline.policies.capacity.passes import decide_partitioned
 from pipeline.policies.capacity.pending import leaf_pending
 from pipeline.policies.capacity.preemption import PartitionRound, PreemptionTimer
-from pipeline.policies.capacity.prepare import scan_running, stamp_pending
+from pipeline.policies.capacity.prepare import JobSums, scan_running, stamp_pending
 from pipeline.policies.capacity.report import label_columns
-from pipeline.policies.capacity.reservations import NONE, Reservations, account
+from pipeline.policies.capacity.reservations import NONE, Held, Reservations, account
 from pipeline.policies.capacity.resources import QueueCaps
+from pipeline.policies.capacity.runtime import CapacityState
 from pipeline.policies.capacity.settings import capacity_file_settings
 from pipeline.policies.capacity.state import (
+    LeafSettings,
     app_limits,
     dense_sum,
     leaf_settings,
@@ -66,9 +70,11 @@ from pipeline.policies.locality.gate import CS, LocalityRule, LocalityState, no_
 from pipeline.policies.models import pending_allow
 from pipeline.policies.placement.nodeindex import NodeIndex
 from pipeline.policies.queues import QueuePlacement, groups_provider
+from pipeline.policies.queues.placement import LeafTable
 from pipeline.policies.queues.report import queue_rows
+from pipeline.policies.queues.tree import QueueTree
 from pipeline.policies.settings import Setting
-from pipeline.sim.interface import ClusterInfo, Decisions, PendingView, SchedView
+from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 from pipeline.sim.needs import Needs
 
 
@@ -177,44 +183,20 @@ class CapacityScheduler(PolicyBase):
     def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
         super().setup(cluster, rng)
         conf = self.load_config()
-        self.conf_ = conf
-        self.tree_ = conf.tree
         groups = groups_provider(self.groups, source="capacity-scheduler parameter 'groups'")
         placement = QueuePlacement(conf.tree, conf.mappings, groups, override=conf.override)
-        self.leaves_ = placement.table(cluster.users, cluster.queues)
-        self.settings_ = leaf_settings(conf.tree, conf.max_am_percent)
-        self.calc_ = 1 if conf.calculator == DOMINANT else 0
-        self.caps_ = self._caps_in_units(conf, cluster)
-        self.app_max_, self.user_app_max_ = app_limits(
-            self.settings_, self.caps_.app_shares(None, [], self.calc_), conf.max_applications)
-        self.all_access_ = np.ones(conf.tree.n_queues, dtype=np.bool_)
+        self.state_ = self._state(conf, cluster, placement.table(cluster.users,
+                                                                 cluster.queues))
         self.parts_ = Partitions(conf.labels, cluster.n_nodes) if conf.labels else None
         if self.parts_ is not None and cluster.kind == "elastic":
             # The autoscaler boots the lowest free slot whatever its label: a request its
             # partition cannot serve would have nodes bought and released forever.
             raise UsageError(f"policy '{self.name}': node labels need a fixed cluster (the "
                              "elastic autoscaler does not know node labels)")
-        self.minimum_ = np.array([*minimum_allocation(cluster.units, self.min_alloc_cpu,
-                                                      self.min_alloc_mem), 0.0])
         self.index_ = NodeIndex(cluster.n_nodes)
-        self.reserved_ = Reservations(self.minimum_)
-        self.started_ = np.zeros(0, dtype=np.bool_)
-        self.mark_ = np.zeros(0, dtype=np.bool_)  # scratch of prepare.alive_counts
-        self.job_mem_ = np.zeros(0)  # scratch of prepare.scan_running (fair ordering)
-        self.first_seen_ = np.zeros(0)
-        self.req_buf_ = np.zeros((0, 3))  # normalised pending rows (batch.normalized)
-        self.req_rows_ = np.zeros(0, dtype=np.int64)
-        self.am_req_ = np.zeros((0, 3))
-        self.am_row_ = np.zeros(0, dtype=np.int64)
-        self.job_leaf_ = np.zeros(0, dtype=np.int64)
-        self.job_pair_ = np.zeros(0, dtype=np.int64)
-        self.job_prio_ = np.zeros(0, dtype=np.int64)
-        self.job_part_ = np.zeros(0, dtype=np.int64)  # partition the job asks for
-        self.nx_since_ = np.zeros(0)  # missed DEFAULT since (passes.py), inf = not
-        self.paths_ = conf.tree.leaf_paths_matrix().T.astype(np.float64)
+        self.reserved_ = Reservations(self.state_.minimum)
         self.timer_ = PreemptionTimer(conf.tree, conf.preemption)
         self.last_rows_ = np.zeros(0, dtype=np.int64)  # pending rows at the previous call
-        self.weights_ = self._pair_weights(cluster.users)
         loc = conf.locality
         self.rule_ = LocalityRule(CS, loc.node_delay, loc.rack_additional_delay,
                                   loc.full_reset)
@@ -235,59 +217,30 @@ class CapacityScheduler(PolicyBase):
                              f"{cluster.units.get('mem', 'unknown')!r}: set mem_unit_mb")
         return caps.in_units(mb)
 
-    def app_limits(self, totals: np.ndarray, guars: list[np.ndarray],
-                   ) -> tuple[np.ndarray, np.ndarray]:
-        """(per-leaf, per-user) maximum applications; recomputed from the effective
-        guarantees when capacities are absolute (they follow the cluster's size)."""
-        if not self.caps_.any_absolute:
-            return self.app_max_, self.user_app_max_
-        return app_limits(self.settings_, self.caps_.app_shares(totals, guars, self.calc_),
-                          self.conf_.max_applications)
-
-    def _pair_weights(self, users: tuple[str, ...]) -> np.ndarray:
-        """(n_leaves, n_users) user weights (``user-settings.<user>.weight``, default 1)."""
-        w = np.ones((self.tree_.n_leaves, max(len(users), 1)))
-        for leaf, table in enumerate(self.settings_.user_weights):
-            for u, name in enumerate(users):
-                if name in table:
-                    w[leaf, u] = table[name]
-        return w
-
-    def _grow(self, jobs: np.ndarray, run_jobs: np.ndarray | None = None) -> None:
-        """Per-job memory sized to the largest job code seen (doubling).  A running job was
-        pending at an earlier call, so pending ``jobs`` alone suffice (``scan_running``
-        says so if one never was)."""
-        need = max(int(jobs.max()) + 1 if len(jobs) else 0,
-                   int(run_jobs.max()) + 1 if run_jobs is not None and len(run_jobs) else 0)
-        if need <= len(self.started_):
-            return
-        extra = max(need, 2 * len(self.started_)) - len(self.started_)
-
-        def more(a: np.ndarray, fill: float | int | bool) -> np.ndarray:
-            return np.concatenate([a, np.full((extra, *a.shape[1:]), fill, dtype=a.dtype)])
-
-        self.started_, self.mark_ = more(self.started_, False), more(self.mark_, False)
-        self.first_seen_, self.am_req_ = more(self.first_seen_, np.inf), more(self.am_req_, 0)
-        self.am_row_, self.job_leaf_ = more(self.am_row_, -1), more(self.job_leaf_, 0)
-        self.job_pair_, self.job_prio_ = more(self.job_pair_, 0), more(self.job_prio_, 0)
-        self.job_mem_ = more(self.job_mem_, 0.0)
-        self.job_part_, self.nx_since_ = more(self.job_part_, 0), more(self.nx_since_, np.inf)
-
-    def _submit(self, pend: PendingView, jobs: np.ndarray, first: np.ndarray) -> None:
-        """Place applications seen for the first time (``first``: their first request):
-        leaf queue from the mappings, user, priority; fixed for the application's life."""
-        user = np.asarray(pend.take("user", first), dtype=np.int64)
-        leaf = self.leaves_.leaf(user, pend.take("queue", first))
-        j = jobs[first]
-        self.job_leaf_[j] = leaf
-        self.job_pair_[j] = leaf * self.weights_.shape[1] + user
-        self.job_prio_[j] = pend.take("priority", first)
-        self.job_part_[j] = self.caps_.leaf_part[leaf]
+    def _state(self, conf: cfg.CapacityConfig, cluster: ClusterInfo,
+               placement: LeafTable) -> CapacityState:
+        """The state the scheduling points read and update, empty of applications."""
+        tree = conf.tree
+        settings = leaf_settings(tree, conf.max_am_percent)
+        calc = 1 if conf.calculator == DOMINANT else 0
+        caps = self._caps_in_units(conf, cluster)
+        app_max, user_app_max = app_limits(settings, caps.app_shares(None, [], calc),
+                                           conf.max_applications)
+        minimum = np.array([*minimum_allocation(cluster.units, self.min_alloc_cpu,
+                                                self.min_alloc_mem), 0.0])
+        return CapacityState(
+            tree=tree, settings=settings, caps=caps, calc=calc, minimum=minimum,
+            weights=_pair_weights(tree, settings, cluster.users),
+            paths=tree.leaf_paths_matrix().T.astype(np.float64),
+            all_access=np.ones(tree.n_queues, dtype=np.bool_), app_max=app_max,
+            user_app_max=user_app_max, max_applications=conf.max_applications,
+            placement=placement)
 
     # -- decisions -----------------------------------------------------------------------
     def decide(self, view: SchedView) -> Decisions:
+        st = self.state_
         if self.parts_ is not None:
-            return decide_partitioned(self, view)
+            return decide_partitioned(st, self.parts_, self.timer_, self.rng_, view)
         self.index_.refresh(view.nodes)
         nodes, pend, run = view.nodes, view.pending, view.running
         assert run is not None
@@ -295,22 +248,22 @@ class CapacityScheduler(PolicyBase):
         jobs = np.asarray(pend.job, dtype=np.int64)
         run_slots, run_t_job = run.rows_of("job")
         run_job = np.empty(len(run_slots), dtype=np.int64)  # filled by scan_running
-        self._grow(jobs)
+        st.grow(jobs)
         first = np.empty(len(jobs), dtype=np.int64)
-        n_first = stamp_pending(jobs, self.first_seen_, view.now, first)
+        n_first = stamp_pending(jobs, st.first_seen, view.now, first)
         if n_first:
-            self._submit(pend, jobs, first[:n_first])
-        pend_leaf = np.take(self.job_leaf_, jobs)
+            st.submit(pend, jobs, first[:n_first])
+        pend_leaf = np.take(st.job_leaf, jobs)
         run_req = np.empty((len(run_job) if self.timer_.s.enabled else 0, 3))
-        job_mem = self.job_mem_ if self.settings_.fair.any() else self.job_mem_[:0]
-        pair_used = scan_running(run_slots, run_t_job, run.rows_of("req")[1], self.minimum_,
-                                 self.calc_, self.first_seen_, self.job_pair_,
-                                 self.weights_.size, job_mem, run_req, run_job)
+        job_mem = st.job_mem if st.settings.fair.any() else st.job_mem[:0]
+        pair_used = scan_running(run_slots, run_t_job, run.rows_of("req")[1], st.sizing,
+                                 JobSums(st.first_seen, st.job_pair, job_mem),
+                                 st.weights.size, run_req, run_job)
         serve = len(pend) > 0 and bool(nodes.up.any())
-        adm = admission(self, jobs, pend_leaf, run_job, cluster) if serve else None
-        offers = wants_offers(self, view)
+        adm = admission(st, jobs, pend_leaf, run_job, cluster) if serve else None
+        offers = wants_offers(self.rule_, view)
         every = bool(offers or self.reserved_.node_of or self.timer_.s.enabled)
-        req = normalized(self, pend.req, largest, None if every else
+        req = normalized(st, pend.req, largest, None if every else
                          adm.sel if adm is not None else np.zeros(0, np.int64))
         held, fit_all = NONE, None
         if adm is None or offers:  # nothing waits, or heartbeats: no reservations
@@ -319,25 +272,15 @@ class CapacityScheduler(PolicyBase):
             fit_all = np.maximum(req, pend.req)
             held = self.reserved_.begin(self.index_, nodes, np.asarray(pend.row), fit_all,
                                         adm.sel, pending_allow(view))
-            free = account(held, req, np.take(self.job_pair_, jobs), pair_used, free,
+            free = account(held, req, np.take(st.job_pair, jobs), pair_used, free,
                            fit_all)
         rounds = None
         if self.timer_.due(view.now):
-            guar, maxi = self.caps_.effective(0, cluster, self.calc_)
-            demand = np.zeros((self.tree_.n_leaves, 3))
-            if adm is not None:  # reserved requests are used, not pending
-                sel = np.setdiff1d(adm.sel, held.all) if len(held.all) else adm.sel
-                demand = leaf_pending(self, req, jobs, sel, pair_used, guar, maxi, cluster)
-            wait = held.wait
-            rounds = [PartitionRound(
-                cluster, guar, maxi, pending=demand,
-                reserved=dense_sum(pend_leaf[held.all], req[held.all], self.tree_.n_leaves),
-                held_leaf=pend_leaf[wait], held_req=req[wait],
-                held_row=np.asarray(pend.row)[wait])]
-        run_leaf = np.take(self.job_leaf_, run_job) if len(run_req) else run_job[:0]
+            rounds = [self._round(view, req, jobs, pend_leaf, pair_used, cluster, adm, held)]
+        run_leaf = np.take(st.job_leaf, run_job) if len(run_req) else run_job[:0]
         preempt, wake = self.timer_.step(
             view.now, run, run_leaf, run_req, pend_leaf, req,
-            self.first_seen_, self.am_row_, cluster, self.calc_, rounds)
+            st.first_seen, st.am_row, cluster, st.calc, rounds)
         self.reserved_.drop(self.timer_.dropped)
         # a monitor wake-up (skipped when nothing changed, unless heartbeats count misses)
         idle = (self.timer_.s.enabled and self._nothing_new(view) and not offers
@@ -346,13 +289,14 @@ class CapacityScheduler(PolicyBase):
             if len(job_mem):
                 job_mem[run_job] = 0.0
             return Decisions(preempt=preempt, wake_at_s=wake)
-        args = kernel_inputs(self, req, jobs, pend_leaf, pair_used, run_job, cluster, free,
+        args = kernel_inputs(st, req, jobs, pend_leaf, pair_used, run_job, cluster, free,
                              adm, held.all)
         if offers:  # the node must hold the raw request too (above a capped normalised one)
-            chosen, node = place_on_offers(self, view, args, np.maximum(req, pend.req))
+            chosen, node = place_on_offers(self.rule_, self.locality_, view, args,
+                                           np.maximum(req, pend.req))
         else:
             out = np.empty(len(req), dtype=np.int64)
-            order = out[:allocate(*args, no_offer(), out)]
+            order = out[:assign(*args, no_offer(), out)]
             fit = np.maximum(np.take(req, order, axis=0), np.take(pend.req, order, axis=0))
             allow = pending_allow(view)
             chosen, node = self.reserved_.place(self.index_, nodes, order, fit,
@@ -360,14 +304,30 @@ class CapacityScheduler(PolicyBase):
                                                 None if allow is None else allow[order])
             chosen = np.concatenate([held.done, chosen])
             node = np.concatenate([held.done_node, node])
-        self._mark_started(jobs[chosen], np.take(req, chosen, axis=0),
-                           pend.take("row", chosen))
+        st.mark_started(jobs[chosen], np.take(req, chosen, axis=0), pend.take("row", chosen))
         wake = self.timer_.after_placement(wake, len(chosen), len(pend) - len(chosen))
         if offers and len(chosen) < len(pend):  # waiting work: the next heartbeats count
             # (at least every second, so a placement lags its heartbeat by under 1 s)
             wake = min(wake if wake is not None else np.inf,
                        view.now + min(self.beat_, 1.0))
         return Decisions(place_req=chosen, place_node=node, preempt=preempt, wake_at_s=wake)
+
+    def _round(self, view: SchedView, req: np.ndarray, jobs: np.ndarray,
+               pend_leaf: np.ndarray, pair_used: np.ndarray, cluster: np.ndarray,
+               adm: Admission | None, held: Held) -> PartitionRound:
+        """The preemption monitor's view of the cluster (one partition, no labels)."""
+        st = self.state_
+        guar, maxi = st.caps.effective(0, cluster, st.calc)
+        demand = np.zeros((st.tree.n_leaves, 3))
+        if adm is not None:  # reserved requests are used, not pending
+            sel = np.setdiff1d(adm.sel, held.all) if len(held.all) else adm.sel
+            demand = leaf_pending(st, req, jobs, sel, pair_used, guar, maxi, cluster)
+        wait = held.wait
+        return PartitionRound(
+            cluster, guar, maxi, pending=demand,
+            reserved=dense_sum(pend_leaf[held.all], req[held.all], st.tree.n_leaves),
+            held_leaf=pend_leaf[wait], held_req=req[wait],
+            held_row=np.asarray(view.pending.row)[wait])
 
     def _nothing_new(self, view: SchedView) -> bool:
         """Whether no node changed and the same requests wait as at the previous call
@@ -378,23 +338,15 @@ class CapacityScheduler(PolicyBase):
         self.last_rows_ = rows
         return same
 
-    def _mark_started(self, jobs: np.ndarray, req: np.ndarray, rows: np.ndarray) -> None:
-        """The first container of a job is its AM (tracereplay's model, see state.py)."""
-        uniq, first = np.unique(jobs, return_index=True)
-        new = ~self.started_[uniq]
-        self.started_[uniq[new]] = True
-        self.am_req_[uniq[new]] = req[first[new]]
-        self.am_row_[uniq[new]] = rows[first[new]]
-
     # -- reporting hooks -----------------------------------------------------------------
     def assigned_queues(self, user: np.ndarray,
                         queue: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
         """The leaf each job ran in (full queue paths)."""
-        return self.leaves_.leaf(user, queue), self.tree_.leaf_names
+        return self.state_.placement.leaf(user, queue), self.state_.tree.leaf_names
 
     def queue_rows(self, total: np.ndarray) -> dict[str, list[Any]]:
         """Queue configuration with the CapacityScheduler's per-leaf settings."""
-        t = self.tree_
+        t = self.state_.tree
         extra: dict[str, list[Any]] = {
             "user_limit_factor": [t.prop(i, "user_limit_factor") for i in range(t.n_queues)],
             "minimum_user_limit_percent": [t.prop(i, "minimum_user_limit_percent")
@@ -402,6 +354,17 @@ class CapacityScheduler(PolicyBase):
             "ordering_policy": [t.prop(i, "ordering") for i in range(t.n_queues)],
         }
         rows = queue_rows(t, total, extra)
-        rows.update(label_columns(self.caps_, np.asarray(total, dtype=np.float64),
-                                  self.calc_, self.parts_))
+        rows.update(label_columns(self.state_.caps, np.asarray(total, dtype=np.float64),
+                                  self.state_.calc, self.parts_))
         return rows
+
+
+def _pair_weights(tree: QueueTree, settings: LeafSettings,
+                  users: tuple[str, ...]) -> np.ndarray:
+    """(n_leaves, n_users) user weights (``user-settings.<user>.weight``, default 1)."""
+    w = np.ones((tree.n_leaves, max(len(users), 1)))
+    for leaf, table in enumerate(settings.user_weights):
+        for u, name in enumerate(users):
+            if name in table:
+                w[leaf, u] = table[name]
+    return w

@@ -15,12 +15,48 @@ counts against that leaf and that user.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from pipeline.sim.jit import helper
 
 EPS = 1e-9
+
+
+class Sizing(NamedTuple):
+    """How requests are normalised (``formulas.normalize``)."""
+
+    minimum: np.ndarray  # (3,) minimum allocation, trace units
+    calc: int  # resource calculator: 0 default (memory only), 1 dominant
+
+
+class JobSums(NamedTuple):
+    """Per job code: what a scan of the running containers reads and adds to."""
+
+    first_seen: np.ndarray  # (n_jobs,) s, first seen pending (inf: never, an error)
+    pair: np.ndarray  # (n_jobs,) int64 the job's (leaf, user) pair
+    mem: np.ndarray  # (n_jobs,) normalised memory running, added to; updated
+    # (empty: not summed, only fair ordering reads it)
+
+
+class AliveApps(NamedTuple):
+    """Per job code: what :func:`alive_counts` reads to count the applications alive."""
+
+    started: np.ndarray  # (n_jobs,) bool: AM allocated
+    key: np.ndarray  # (n_jobs,) int64 the key counted under: leaf, or partition * n + leaf
+    pair: np.ndarray  # (n_jobs,) int64 the job's (leaf, user) pair
+    am_req: np.ndarray  # (n_jobs, 3) the AM container's normalised size
+    mark: np.ndarray  # (n_jobs,) bool scratch, all False on entry and on return; updated
+
+
+class AliveCounts(NamedTuple):
+    """Sums over the applications alive, added to by :func:`alive_counts`."""
+
+    am_used: np.ndarray  # (n_keys, 3) resources of their AMs per key; updated
+    key_apps: np.ndarray  # (n_keys,) int64 how many per key; updated
+    pair_apps: np.ndarray  # (n_pairs,) int64 how many per (leaf, user) pair; updated
 
 
 @helper
@@ -74,20 +110,20 @@ def normalize_pending(req, rows, minimum, calc, largest, out_req) -> None:
 
 
 @njit(cache=True)
-def scan_running(slots, t_job, req, minimum, calc, first_seen, job_pair, n_pairs, job_mem,
-                 out_req, job):
+def scan_running(slots, t_job, req, sizing, jobs, n_pairs, out_req, job):
     """Normalised use per (leaf, user) pair of running containers.  Container ``i`` is row
     ``slots[i]`` of the task table's columns ``t_job`` and ``req`` (read in place, not
     gathered first); its job code is written to ``job[i]``.
 
-    When ``job_mem`` is not empty, each job's normalised memory is added to it (the caller
-    reads and clears it); when ``out_req`` has a row per container, the normalised
-    requests are written there.
+    ``sizing``: :class:`Sizing`; ``jobs``: :class:`JobSums`.  When ``jobs.mem`` is not
+    empty, each job's normalised memory is added to it (the caller reads and clears it);
+    when ``out_req`` has a row per container, the normalised requests are written there.
     """
+    first_seen, job_pair, job_mem = jobs.first_seen, jobs.pair, jobs.mem
     pair_used = np.zeros((n_pairs, 3))
     keep = len(out_req) == len(job)
     by_job = len(job_mem) > 0
-    s0, s1, s2 = _steps(minimum, calc)
+    s0, s1, s2 = _steps(sizing.minimum, sizing.calc)
     for i in range(len(job)):
         s = slots[i]
         j = job[i] = t_job[s]
@@ -110,14 +146,14 @@ def scan_running(slots, t_job, req, minimum, calc, first_seen, job_pair, n_pairs
 
 
 @njit(cache=True)
-def scan_running_parts(job, part, req, minimum, calc, first_seen, job_pair, n_pairs, n_parts,
-                       job_mem, out_req):
+def scan_running_parts(job, part, req, sizing, jobs, n_pairs, n_parts, out_req):
     """As :func:`scan_running`, per partition: ``part[i]`` is the partition of container
     ``i``'s node (usage counts where a container runs); ``out_req`` always gets the
     normalised requests.  Returns (n_parts, n_pairs, 3)."""
+    first_seen, job_pair, job_mem = jobs.first_seen, jobs.pair, jobs.mem
     pair_used = np.zeros((n_parts, n_pairs, 3))
     by_job = len(job_mem) > 0
-    steps = _steps(minimum, calc)
+    steps = _steps(sizing.minimum, sizing.calc)
     for i in range(len(job)):
         j = job[i]
         if first_seen[j] == np.inf:
@@ -134,38 +170,38 @@ def scan_running_parts(job, part, req, minimum, calc, first_seen, job_pair, n_pa
 
 
 @helper
-def _count_alive(values, started, job_key, job_pair, am_req, mark, out, n, am_used, key_apps,
-                 pair_apps) -> int:
+def _count_alive(values, apps, counts, out, n) -> int:
+    """Count the started applications of ``values`` not marked yet (see
+    :func:`alive_counts`); append them to ``out`` from ``n``, return the new length."""
+    started, mark, key = apps.started, apps.mark, apps.key
+    am_used, key_apps, pair_apps = counts.am_used, counts.key_apps, counts.pair_apps
     for i in range(len(values)):
         j = values[i]
         if started[j] and not mark[j]:
             mark[j] = True
             out[n] = j
             n += 1
-            k = job_key[j]
+            k = key[j]
             for r in range(3):
-                am_used[k, r] += am_req[j, r]
+                am_used[k, r] += apps.am_req[j, r]
             key_apps[k] += 1
-            pair_apps[job_pair[j]] += 1
+            pair_apps[apps.pair[j]] += 1
     return n
 
 
 @njit(cache=True)
-def alive_counts(run_job, pend_job, started, job_key, job_pair, am_req, mark, am_used,
-                 key_apps, pair_apps) -> None:
+def alive_counts(run_job, pend_job, apps, counts) -> None:
     """The started applications alive now (a container running or a request pending) summed
-    in one pass, each once: their AM resources and their number per key (``job_key``: the
-    leaf, or partition and leaf), their number per (leaf, user) pair, added to ``am_used``,
-    ``key_apps``, ``pair_apps``.  Sums run in one fixed order (running first, then pending,
-    each job where first seen).  ``mark`` is a scratch flag per job code, all False on entry
+    in one pass, each once: their AM resources and their number per key (``apps.key``: the
+    leaf, or partition and leaf), their number per (leaf, user) pair, added to ``counts``
+    (:class:`AliveApps`, :class:`AliveCounts`).  Sums run in one fixed order (running
+    first, then pending, each job where first seen); ``apps.mark`` is all False on entry
     and on return."""
     out = np.empty(len(run_job) + len(pend_job), dtype=np.int64)
-    n = _count_alive(run_job, started, job_key, job_pair, am_req, mark, out, 0, am_used,
-                     key_apps, pair_apps)
-    n = _count_alive(pend_job, started, job_key, job_pair, am_req, mark, out, n, am_used,
-                     key_apps, pair_apps)
+    n = _count_alive(run_job, apps, counts, out, 0)
+    n = _count_alive(pend_job, apps, counts, out, n)
     for k in range(n):
-        mark[out[k]] = False
+        apps.mark[out[k]] = False
 
 
 @njit(cache=True)

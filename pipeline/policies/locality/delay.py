@@ -34,8 +34,9 @@ from typing import ClassVar
 import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
+from pipeline.policies.locality.delay_state import Jobs, Offers, Pending, Rule
 from pipeline.policies.locality.gate import grown
-from pipeline.policies.locality.kernel import Jobs, Offers, Pending, Rule, delay_schedule
+from pipeline.policies.locality.kernel import schedule
 from pipeline.policies.models import model_masks, pending_allow
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 from pipeline.sim.needs import Needs
@@ -115,8 +116,8 @@ class DelayScheduling(PolicyBase):
         jobs_state = Jobs(running, self.skip_, self.level_, self.wait_, self.skipped_,
                           self.slot_)
         rule = Rule(0 if self.delay == "skip" else 1, int(self.skip_count), self.w1_, self.w2_)
-        n, self.last_hb_ = delay_schedule(offers, tasks, jobs_state, rule, self.last_hb_,
-                                          out_req, out_node)
+        n, self.last_hb_ = schedule(offers, tasks, jobs_state, rule, self.last_hb_,
+                                    out_req, out_node)
         return Decisions(place_req=out_req[:n], place_node=out_node[:n], wake_at_s=wake)
 
     def _running(self, jobs: np.ndarray, run_job: np.ndarray) -> np.ndarray:
