@@ -124,3 +124,22 @@ def test_a_node_local_task_launches_before_an_earlier_job_waits() -> None:
     assert got["placed"] == [(1, 0), (0, 0)]
     assert got["skip"][0] == 1
     assert got == run(delay_schedule_reference, c)
+
+
+def test_rack_local_is_allowed_once_the_wait_reaches_w1_exactly() -> None:
+    """Hadoop 1.x ``getAllowedLocalityLevel``: a job whose last launch was node-local may
+    launch rack-local once it has waited ``W1`` (``>=``, not ``>``): here it waited exactly
+    W1 = 2 s, its task's data is on the other node of the same rack, and it launches."""
+    c = {"rack": np.array([0, 0]), "free": np.full((2, 3), 4.0),
+         "req": np.array([[1.0, 1, 0]]), "ready": np.zeros(1),
+         "job": np.array([0]), "inputs": np.array([[1, -1]]),
+         "hb_node": np.array([0]), "hb_time": np.array([1.0]),
+         "allow": np.zeros(0, np.int64), "bits": np.zeros(0, np.int64), "shapes": False,
+         "running": np.zeros(N_CODES, np.int64), "skip": np.zeros(N_CODES, np.int64),
+         "level": np.zeros(N_CODES, np.int64), "wait": np.array([2.0] + [0.0] * (N_CODES - 1)),
+         "skipped": np.zeros(N_CODES, bool), "rule": Rule(1, 0, 2.0, 5.0), "last_hb": 1.0}
+    got = run(delay_schedule, c)
+    assert got["placed"] == [(0, 0)]
+    assert got["level"][0] == 1  # RACK: the launched task's locality
+    assert got["wait"][0] == 0.0
+    assert got == run(delay_schedule_reference, c)
