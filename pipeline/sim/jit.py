@@ -35,7 +35,7 @@ def inlined(fn: F) -> F:
 
     For helpers that take whole named structures and run in a compiled loop.  A compiled
     call passes a NamedTuple argument field by field, every array as its seven or more
-    words, and LLVM does not inline a helper of any size: a call of delay scheduling's
+    words, and LLVM inlines only small helpers: a call of delay scheduling's
     per-heartbeat step with its five structures (about 70 arrays) cost about 135 ns even
     when it had nothing to do, and the delay scheduler's decision loop took 2.3 times as
     long as the same loop written with positional arrays.  Inlined, the structures' fields

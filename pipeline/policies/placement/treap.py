@@ -56,6 +56,17 @@ def _pull(t, left, right, agg, val):
 
 
 @helper
+def _replace_child(p, old, new, left, right, root):
+    """Make ``new`` take ``old``'s place under ``p`` (-1: ``old`` was the root)."""
+    if p < 0:
+        root[0] = new
+    elif left[p] == old:
+        left[p] = new
+    else:
+        right[p] = new
+
+
+@helper
 def _rotate_up(x, left, right, parent, root, agg, val):
     """Rotate ``x`` above its parent."""
     p = parent[x]
@@ -72,12 +83,7 @@ def _rotate_up(x, left, right, parent, root, agg, val):
         parent[b] = p
     parent[p] = x
     parent[x] = g
-    if g < 0:
-        root[0] = x
-    elif left[g] == p:
-        left[g] = x
-    else:
-        right[g] = x
+    _replace_child(g, p, x, left, right, root)
     _pull(p, left, right, agg, val)
     _pull(x, left, right, agg, val)
 
@@ -135,12 +141,7 @@ def erase(root, member, node, left, right, parent, agg, val, pri):
     p = parent[node]
     if child >= 0:
         parent[child] = p
-    if p < 0:
-        root[0] = child
-    elif left[p] == node:
-        left[p] = child
-    else:
-        right[p] = child
+    _replace_child(p, node, child, left, right, root)
     # the nodes rotated above ``node`` still count it: recompute them all, then go on
     # while maxima change
     _pull_up(p, rotations, left, right, parent, agg, val)
