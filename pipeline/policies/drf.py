@@ -44,7 +44,7 @@ from pipeline.policies.placement.nodetree import (
     remember_failure,
 )
 from pipeline.sim.interface import ClusterInfo, Decisions, NodeView, SchedView
-from pipeline.sim.jit import helper
+from pipeline.sim.jit import helper, inlined
 from pipeline.sim.needs import Needs
 
 
@@ -199,7 +199,7 @@ def share_tree(users, queues):
     return tree
 
 
-@helper
+@inlined
 def _least_allocated(i, requests, nodes, failed, n_failed):
     """``(node, n_failed)``: the least allocated node request ``i`` fits and may use, or -1
     (a miss with no GPU model constraint is remembered in ``failed``)."""
@@ -216,7 +216,7 @@ def _least_allocated(i, requests, nodes, failed, n_failed):
     return nd, n_failed  # missed its GPU models)
 
 
-@helper
+@inlined
 def _assign(i, nd, u, requests, users, nodes):
     """Put request ``i`` of user ``u`` on node ``nd``: the user's usage and the index."""
     for k in range(3):
@@ -226,7 +226,7 @@ def _assign(i, nd, u, requests, users, nodes):
     _update(nd, Mirror(nodes.cap, nodes.alloc, nodes.ncont, nodes.up, 1.0), nodes)
 
 
-@helper
+@inlined
 def _out_of_reach(sfree, low, j):
     """Whether, per some resource, the smallest of a user's requests from position ``j`` on
     asks more than any node has free (then none of them fits anywhere this round)."""
@@ -242,9 +242,16 @@ def drf_fill(requests, users, nodes, out):
     """
     queues = user_queues(requests, users.usage.shape[0])
     tree = share_tree(users, queues)
-    p = tree.shape[0] // 2
     cursor = queues.indptr[:-1].copy()  # each user's next request (position in ``order``)
     failed = np.empty((16, 3))  # requests that fit no node this round
+    return _fill(requests, users, nodes, out, queues, tree, cursor, failed)
+
+
+@helper
+def _fill(requests, users, nodes, out, queues, tree, cursor, failed):
+    """:func:`drf_fill`'s loop, on the buffers it allocated; a
+    :func:`~pipeline.sim.jit.helper` so that its per-offer steps (inlined) are its own code."""
+    p = tree.shape[0] // 2
     n_failed = 0
     c = 0
     while True:

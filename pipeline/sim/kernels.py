@@ -30,7 +30,7 @@ from pipeline.sim.columns import (
     read_tasks,
 )
 from pipeline.sim.heap import heap_pop, heap_push
-from pipeline.sim.jit import helper
+from pipeline.sim.jit import helper, inlined
 from pipeline.sim.tasks import (
     DONE,
     FREE,
@@ -59,7 +59,7 @@ UP = 2
 EPS = 1e-9  # relative slack in capacity checks (float sums of requests drift)
 
 
-@helper
+@inlined
 def _pop(heap, counters):
     """:func:`heap_pop` on a :class:`~pipeline.sim.columns.CompletionHeap`."""
     heap_pop(heap.time, heap.seq, heap.slot, heap.epoch, counters)
@@ -92,11 +92,14 @@ def complete_until(limit: float, heap: Heap, tasks: TaskTable, nodes: NodeState,
 def _complete_until(limit, heap_cols, task_cols, node_cols, record_cols, out_cols):
     """:func:`complete_until`, compiled; the groups come as plain tuples (see
     :mod:`pipeline.sim.columns`) and are named here."""
-    heap = CompletionHeap(*heap_cols)
-    tasks = TaskCols(*task_cols)
-    nodes = NodeCols(*node_cols)
-    records = RecordCols(*record_cols)
-    out = Finished(*out_cols)
+    return _complete_loop(limit, CompletionHeap(*heap_cols), TaskCols(*task_cols),
+                          NodeCols(*node_cols), RecordCols(*record_cols), Finished(*out_cols))
+
+
+@helper
+def _complete_loop(limit, heap, tasks, nodes, records, out):
+    """:func:`complete_until`'s loop on the named groups; a :func:`~pipeline.sim.jit.helper`
+    so that its per-completion steps (:func:`~pipeline.sim.jit.inlined`) become its own code."""
     counters = tasks.counters
     nf = 0
     while counters[HEAP_N] > 0:
@@ -129,7 +132,7 @@ def _complete_until(limit, heap_cols, task_cols, node_cols, record_cols, out_col
     return 0, nf
 
 
-@helper
+@inlined
 def _finish(s, end, tasks, nodes, records):
     """Task ``s`` finished at ``end``: its node counts it and gets its resources back, and
     the next record row holds it; its heap entries go stale."""
@@ -144,7 +147,7 @@ def _finish(s, end, tasks, nodes, records):
     tasks.epoch[s] += 1
 
 
-@helper
+@inlined
 def _record(i, s, end, tasks, nodes, records):
     """Write finished task ``s`` into record row ``i``; a TRACKED task's ``extra`` moves
     there (its slot's row is zeroed), the others record zeros."""
@@ -173,7 +176,7 @@ def _record(i, s, end, tasks, nodes, records):
             records.extra[i, k] = 0.0
 
 
-@helper
+@inlined
 def _free_slot(s, tasks):
     """Reset what every run of slot ``s`` set and push it on the free stack."""
     tasks.state[s] = FREE
@@ -194,7 +197,7 @@ def _free_slot(s, tasks):
     counters[FREE_TOP] += 1
 
 
-@helper
+@inlined
 def _release_node(nd, s, end, tasks, nodes):
     """Give task ``s``'s resources on node ``nd`` back at time ``end``, to the allocation
     it was counted in (``oalloc`` for an opportunistic container, else ``alloc``)."""
@@ -215,7 +218,7 @@ def _release_node(nd, s, end, tasks, nodes):
     nodes.dirty[nd] = True
 
 
-@helper
+@inlined
 def _hold(nd, s, tasks, nodes, held):
     """Task ``s`` takes its request on node ``nd`` (counted in ``held``: ``alloc`` or
     ``oalloc``) and its measured usage (the request where unmeasured)."""
@@ -258,7 +261,7 @@ def run_time(duration, speed, mb, level, read_rate):
     return compute / speed + mb / read_rate[level]
 
 
-@helper
+@inlined
 def _open_run(s, nd, now, work, first, heap, tasks, nodes, open_flag, read_rate):
     """A run of task ``s`` on node ``nd`` starts at ``now`` with ``work`` left (s at speed
     1.0): a ``first`` run (not a resumed one) gets its locality (a task flagged
@@ -280,7 +283,7 @@ def _open_run(s, nd, now, work, first, heap, tasks, nodes, open_flag, read_rate)
               tasks.epoch[s])
 
 
-@helper
+@inlined
 def _refusal(r, nd, pend_slots, tasks, nodes):
     """Why placing request ``r`` on node ``nd`` is refused (a reason code of
     :func:`apply_placements`), 0 if it is not."""
@@ -322,9 +325,13 @@ def apply_placements(now: float, req_idx: np.ndarray, node_idx: np.ndarray,
 def _apply_placements(now, req_idx, node_idx, pend_slots, heap_cols, task_cols, node_cols,
                       open_flag, read_rate):
     """:func:`apply_placements`, compiled (the groups come as plain tuples)."""
-    heap = CompletionHeap(*heap_cols)
-    tasks = TaskCols(*task_cols)
-    nodes = NodeCols(*node_cols)
+    return _apply_loop(now, req_idx, node_idx, pend_slots, CompletionHeap(*heap_cols),
+                       TaskCols(*task_cols), NodeCols(*node_cols), open_flag, read_rate)
+
+
+@helper
+def _apply_loop(now, req_idx, node_idx, pend_slots, heap, tasks, nodes, open_flag, read_rate):
+    """:func:`apply_placements`'s loop on the named groups (its steps are inlined)."""
     for i in range(len(req_idx)):
         r = req_idx[i]
         nd = node_idx[i]
@@ -358,9 +365,13 @@ def start_opportunistic(at: float, slots: np.ndarray, node_idx: np.ndarray, heap
 def _start_opportunistic(at, slots, node_idx, heap_cols, task_cols, node_cols, open_flag,
                          read_rate):
     """:func:`start_opportunistic`, compiled (the groups come as plain tuples)."""
-    heap = CompletionHeap(*heap_cols)
-    tasks = TaskCols(*task_cols)
-    nodes = NodeCols(*node_cols)
+    _opportunistic_loop(at, slots, node_idx, CompletionHeap(*heap_cols), TaskCols(*task_cols),
+                        NodeCols(*node_cols), open_flag, read_rate)
+
+
+@helper
+def _opportunistic_loop(at, slots, node_idx, heap, tasks, nodes, open_flag, read_rate):
+    """:func:`start_opportunistic`'s loop on the named groups (its steps are inlined)."""
     for j in range(len(slots)):
         s = slots[j]
         nd = node_idx[j]
