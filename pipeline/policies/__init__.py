@@ -19,6 +19,7 @@ from pipeline.policies.fair import FairScheduler
 from pipeline.policies.flow import Quincy
 from pipeline.policies.gpu.policy import GPU_POLICIES
 from pipeline.policies.hpc import EasyBackfill, Fcfs
+from pipeline.policies.kubernetes.policy import KubeScheduler
 from pipeline.policies.layers import opportunistic as opp_layer
 from pipeline.policies.layers import speculation as spec_layer
 from pipeline.policies.layers.stack import stack
@@ -30,7 +31,7 @@ from pipeline.policies.uniform import YarnUniform
 POLICIES: dict[str, type[PolicyBase]] = {
     cls.name: cls for cls in (YarnUniform, ContainerPacking, DominantResourceFairness,
                           FairScheduler, CapacityScheduler, DelayScheduling, RecordedCluster,
-                          Quincy, Fcfs, EasyBackfill)
+                          Quincy, Fcfs, EasyBackfill, KubeScheduler)
 }
 
 # Every registered name: the event-replay policies above and the GPU placement policies of

@@ -1,0 +1,173 @@
+"""kube-scheduler's scheduling cycles over the pending pods, compiled.
+
+One cycle per pod, in the queue's order (Kubernetes v1.31 ``schedule_one.go``):
+
+1. **Filter** (``findNodesThatPassFilters``): the nodes of the snapshot are checked in
+   their list order from ``nextStartNodeIndex`` on, wrapping around; a node passes when it
+   is Ready, the pod may use its GPU model, it has room for one more pod (``max_pods``)
+   and the pod's requests fit what its allocatable leaves (``NodeResourcesFit``).  The
+   search stops once ``to_find`` nodes passed (:func:`.scoring.num_feasible_nodes_to_find`);
+   ``nextStartNodeIndex`` then moves on by the number of nodes checked.
+2. **Score** each passing node: ``w_fit * NodeResourcesFit + w_bal * BalancedAllocation``
+   (:mod:`.scoring`, with the pod counted on the node).  One passing node is taken
+   without scoring.
+3. **Select** (``selectHost``): the highest total; ties go to one of the tied nodes
+   uniformly at random (reservoir sampling, the run's seeded generator).
+4. **Assume**: the pod's requests count on that node for the pods after it.
+
+A pod that passes no node stays pending (unschedulable).  Free room only shrinks within a
+call, so a pod at least as large as one that passed no node passes none either and is not
+searched again (the outcome, and ``nextStartNodeIndex``, are the same as a full search).
+
+:mod:`.reference` is the same cycle written for reading; ``tests/policies/kubernetes``
+drives both on random states and requires identical decisions.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from pipeline.policies.kubernetes.scoring import balanced_score, draw, fit_score, to_units
+from pipeline.policies.models import may_use
+from pipeline.policies.placement.nodetree import dominated_by_failure, remember_failure
+from pipeline.sim.jit import helper, inlined
+from pipeline.sim.kernels import EPS
+
+
+class Pods(NamedTuple):
+    """The pending pods."""
+
+    req: np.ndarray  # (m, 3) requests, trace units
+    order: np.ndarray  # (m,) int64 positions in queue order (PrioritySort)
+    allow: np.ndarray  # (m,) int64 GPU model masks (empty: any node)
+
+
+class Nodes(NamedTuple):
+    """The scheduler's snapshot of the nodes; ``alloc`` and ``pods`` are updated as pods
+    are assumed."""
+
+    cap: np.ndarray  # (n, 3) allocatable, trace units
+    alloc: np.ndarray  # (n, 3) requested by the pods on each node
+    pods: np.ndarray  # (n,) int64 pods on each node
+    ready: np.ndarray  # (n,) bool
+    bits: np.ndarray  # (n,) int64 GPU model bit per node (empty: no models)
+    order: np.ndarray  # (k,) int64 node slots in the snapshot's list order
+
+
+class Profile(NamedTuple):
+    """A scheduler profile's scoring (:mod:`.config`)."""
+
+    fit_weights: np.ndarray  # (3,) int64 NodeResourcesFit resource weights (0: not listed)
+    balanced: np.ndarray  # (3,) bool resources BalancedAllocation looks at
+    shape_u: np.ndarray  # (k,) int64 RequestedToCapacityRatio shape: utilization 0..100
+    shape_s: np.ndarray  # (k,) int64 ... and score, scaled to 0..100
+    strategy: int  # scoring.LEAST, MOST or RATIO
+    w_fit: int  # plugin weights
+    w_bal: int
+    max_pods: int
+
+
+class Cycle(NamedTuple):
+    """What persists between calls and what a call writes."""
+
+    start: np.ndarray  # (1,) int64 nextStartNodeIndex
+    rng: np.ndarray  # (1,) int64 generator state (scoring.draw)
+    out_req: np.ndarray  # (m,) int64 pod position placed
+    out_node: np.ndarray  # (m,) int64 on node slot
+    units: np.ndarray  # (2, 3) int64 scratch: requested with the pod, allocatable
+
+
+@njit(cache=True)
+def schedule(pods, nodes, profile, cycle, to_find):
+    """Run a cycle for each pending pod in order; return how many were placed (the first
+    entries of ``cycle.out_req``/``out_node``)."""
+    failed = np.empty((16, 3))
+    return _cycles(pods, nodes, profile, cycle, to_find, failed)
+
+
+@helper
+def _cycles(pods, nodes, profile, cycle, to_find, failed):
+    """:func:`schedule`'s loop (a helper: its steps are inlined into it)."""
+    n_failed = 0
+    c = 0
+    k = len(nodes.order)
+    for j in range(len(pods.order)):
+        i = pods.order[j]
+        rc, rm, rg = pods.req[i, 0], pods.req[i, 1], pods.req[i, 2]
+        if dominated_by_failure(failed, n_failed, rc, rm, rg):
+            continue
+        mask = pods.allow[i] if len(pods.allow) else 0
+        nd, checked = _one_cycle(i, mask, pods, nodes, profile, cycle, to_find)
+        cycle.start[0] = (cycle.start[0] + checked) % k
+        if nd < 0:
+            if mask == 0:
+                n_failed = remember_failure(failed, n_failed, rc, rm, rg)
+            continue
+        for r in range(3):
+            nodes.alloc[nd, r] += pods.req[i, r]
+        nodes.pods[nd] += 1
+        cycle.out_req[c] = i
+        cycle.out_node[c] = nd
+        c += 1
+    return c
+
+
+@inlined
+def _one_cycle(i, mask, pods, nodes, profile, cycle, to_find):
+    """Filter, score and select for pod ``i``: ``(node slot or -1, nodes checked)``."""
+    k = len(nodes.order)
+    start = cycle.start[0]
+    found = 0
+    best = -1
+    best_score = np.int64(-1)
+    ties = 0
+    checked = 0
+    for j in range(k):
+        nd = nodes.order[(start + j) % k]
+        checked += 1
+        if not _passes(i, nd, mask, pods, nodes, profile.max_pods):
+            continue
+        found += 1
+        s = _score(i, nd, pods, nodes, profile, cycle)
+        if s > best_score:
+            best, best_score, ties = nd, s, 1
+        elif s == best_score:
+            ties += 1
+            if draw(cycle.rng, ties) == 0:
+                best = nd
+        if found == to_find:
+            break
+    return best, checked
+
+
+@inlined
+def _passes(i, nd, mask, pods, nodes, max_pods):
+    """The filter: Ready, GPU model allowed, a pod slot free, and the requests fit."""
+    if not nodes.ready[nd] or nodes.pods[nd] + 1 > max_pods:
+        return False
+    if len(nodes.bits) and not may_use(mask, nodes.bits, nd):
+        return False
+    for r in range(3):
+        c = nodes.cap[nd, r]
+        if nodes.alloc[nd, r] + pods.req[i, r] > c + EPS * c + 1e-12:
+            return False
+    return True
+
+
+@inlined
+def _score(i, nd, pods, nodes, profile, cycle):
+    """The node's total score for pod ``i`` (its requests counted on the node)."""
+    units = cycle.units
+    for r in range(3):
+        units[0, r] = to_units(nodes.alloc[nd, r], r) + to_units(pods.req[i, r], r)
+        units[1, r] = to_units(nodes.cap[nd, r], r)
+    total = np.int64(0)
+    if profile.w_fit:
+        total += profile.w_fit * fit_score(units, profile.fit_weights, profile.strategy,
+                                           profile.shape_u, profile.shape_s)
+    if profile.w_bal:
+        total += profile.w_bal * balanced_score(units, profile.balanced)
+    return total
