@@ -55,7 +55,7 @@ from pipeline.policies.locality.candidates import (
     usable,
 )
 from pipeline.policies.models import NO_BITS, NO_MASK
-from pipeline.sim.jit import helper
+from pipeline.sim.jit import inlined
 
 if TYPE_CHECKING:
     from pipeline.sim.interface import NodeView
@@ -309,7 +309,7 @@ def locations(inputs, n_rack, app_of, n_apps):
     return out
 
 
-@helper
+@inlined
 def allowed(g, a, j):
     """The level application ``a`` (job code ``j``) may use at this offer (:class:`GateState`):
     NODE, RACK, ANY, or OFF_ONLY (CS: off-switch allowed while rack-local is not yet);
@@ -354,7 +354,7 @@ def allowed(g, a, j):
     return level[j]
 
 
-@helper
+@inlined
 def assigned(g, j, typ):
     """Update job code ``j``'s state after an assignment of type ``typ`` (:class:`GateState`)."""
     miss, level = g.miss, g.level
@@ -370,7 +370,7 @@ def assigned(g, j, typ):
         level[j] = typ
 
 
-@helper
+@inlined
 def refresh_local(g, best, touched, n_touched):
     """Per application, its first request with data on the offered node that is usable
     there now (:class:`GateState`), into ``best`` (entries of the previous ``touched``
@@ -382,7 +382,7 @@ def refresh_local(g, best, touched, n_touched):
                    touched, 0)
 
 
-@helper
+@inlined
 def taken(g, i, typ, a):
     """Book request ``i`` of application ``a`` picked with type ``typ`` (:class:`GateState`)."""
     if typ >= 0:
@@ -394,7 +394,7 @@ def taken(g, i, typ, a):
         g.n_noin[a] -= 1
 
 
-@helper
+@inlined
 def first_fit(g, lst, lo, hi, want_in):
     """First request of ``lst[lo:hi]`` usable on the offered node now (:class:`GateState`),
     with (or without) data."""
@@ -407,7 +407,7 @@ def first_fit(g, lst, lo, hi, want_in):
     return -1
 
 
-@helper
+@inlined
 def rack_local(g, a, rack):
     """First request of application ``a`` with data in ``rack`` usable on the offered node
     now (:class:`GateState`)."""
@@ -420,7 +420,7 @@ def rack_local(g, a, rack):
     return -1
 
 
-@helper
+@inlined
 def pick(g, a, local_i, lst, lo, hi):
     """The request of application ``a`` (its requests ``lst[lo:hi]``) that may use the
     offered node now (:class:`GateState`), and its type (NODE, RACK, ANY; -1 for an
