@@ -13,7 +13,8 @@ One cycle per pod, in the queue's order (Kubernetes v1.31 ``schedule_one.go``):
    without scoring.
 3. **Select** (``selectHost``): the highest total; ties go to one of the tied nodes
    uniformly at random (reservoir sampling, the run's seeded generator).
-4. **Assume**: the pod's requests count on that node for the pods after it.
+4. **Assume**: the pod's requests count on that node for the pods after it (its
+   integer requests add to the node's, as the scheduler's cache sums them).
 
 A pod that passes no node stays pending (unschedulable).  Free room only shrinks within a
 call, so a pod at least as large as one that passed no node passes none either and is not
@@ -30,7 +31,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from pipeline.policies.kubernetes.scoring import balanced_score, draw, fit_score, to_units
+from pipeline.policies.kubernetes.scoring import balanced_score, draw, fit_score
 from pipeline.policies.models import may_use
 from pipeline.policies.placement.nodetree import dominated_by_failure, remember_failure
 from pipeline.sim.jit import helper, inlined
@@ -41,6 +42,7 @@ class Pods(NamedTuple):
     """The pending pods."""
 
     req: np.ndarray  # (m, 3) requests, trace units
+    units: np.ndarray  # (m, 3) int64 the same as the API server holds them (scoring.to_units)
     order: np.ndarray  # (m,) int64 positions in queue order (PrioritySort)
     allow: np.ndarray  # (m,) int64 GPU model masks (empty: any node)
 
@@ -51,6 +53,8 @@ class Nodes(NamedTuple):
 
     cap: np.ndarray  # (n, 3) allocatable, trace units
     alloc: np.ndarray  # (n, 3) requested by the pods on each node
+    cap_units: np.ndarray  # (n, 3) int64 allocatable as the API server holds it
+    alloc_units: np.ndarray  # (n, 3) int64 requested, the sum of the pods' integer requests
     pods: np.ndarray  # (n,) int64 pods on each node
     ready: np.ndarray  # (n,) bool
     bits: np.ndarray  # (n,) int64 GPU model bit per node (empty: no models)
@@ -108,6 +112,7 @@ def _cycles(pods, nodes, profile, cycle, to_find, failed):
             continue
         for r in range(3):
             nodes.alloc[nd, r] += pods.req[i, r]
+            nodes.alloc_units[nd, r] += pods.units[i, r]
         nodes.pods[nd] += 1
         cycle.out_req[c] = i
         cycle.out_node[c] = nd
@@ -162,8 +167,8 @@ def _score(i, nd, pods, nodes, profile, cycle):
     """The node's total score for pod ``i`` (its requests counted on the node)."""
     units = cycle.units
     for r in range(3):
-        units[0, r] = to_units(nodes.alloc[nd, r], r) + to_units(pods.req[i, r], r)
-        units[1, r] = to_units(nodes.cap[nd, r], r)
+        units[0, r] = nodes.alloc_units[nd, r] + pods.units[i, r]
+        units[1, r] = nodes.cap_units[nd, r]
     total = np.int64(0)
     if profile.w_fit:
         total += profile.w_fit * fit_score(units, profile.fit_weights, profile.strategy,

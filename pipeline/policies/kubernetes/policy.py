@@ -20,7 +20,7 @@ import numpy as np
 from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.kubernetes.config import Settings, settings
 from pipeline.policies.kubernetes.kernel import Cycle, Nodes, Pods, schedule
-from pipeline.policies.kubernetes.scoring import num_feasible_nodes_to_find
+from pipeline.policies.kubernetes.scoring import num_feasible_nodes_to_find, to_units
 from pipeline.policies.models import pending_allow
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 from pipeline.sim.needs import Needs
@@ -71,10 +71,11 @@ class KubeScheduler(PolicyBase):
         prio = np.asarray(pending.priority)
         order = (np.argsort(-prio.astype(np.int64), kind="stable") if np.any(prio != prio[0])
                  else np.arange(m, dtype=np.int64))
-        pods = Pods(np.ascontiguousarray(pending.req, dtype=np.float64), order,
+        req = np.ascontiguousarray(pending.req, dtype=np.float64)
+        pods = Pods(req, to_units(req), order,
                     np.ascontiguousarray(allow, np.int64) if has_models else NO_MASK)
-        snapshot = Nodes(np.ascontiguousarray(nodes.cap, dtype=np.float64),
-                         np.array(nodes.alloc, dtype=np.float64),
+        cap, alloc = np.ascontiguousarray(nodes.cap, np.float64), np.array(nodes.alloc, np.float64)
+        snapshot = Nodes(cap, alloc, to_units(cap), to_units(alloc),
                          np.array(nodes.n_containers, dtype=np.int64), nodes.up,
                          np.ascontiguousarray(bits, np.int64) if has_models else NO_MASK,
                          listed.astype(np.int64))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.policies.kubernetes.kernel import Cycle, Nodes, Pods, Profile
-from pipeline.policies.kubernetes.scoring import balanced_score, draw, fit_score, to_units
+from pipeline.policies.kubernetes.scoring import balanced_score, draw, fit_score
 from pipeline.sim.kernels import EPS
 
 
@@ -36,6 +36,7 @@ def schedule(pods: Pods, nodes: Nodes, profile: Profile, cycle: Cycle, to_find: 
         best = select(passing, [score(i, nd, pods, nodes, profile) for nd in passing],
                       cycle.rng)
         nodes.alloc[best] += pods.req[i]
+        nodes.alloc_units[best] += pods.units[i]
         nodes.pods[best] += 1
         cycle.out_req[placed], cycle.out_node[placed] = i, best
         placed += 1
@@ -55,9 +56,8 @@ def fits(i: int, nd: int, pods: Pods, nodes: Nodes, profile: Profile) -> bool:
 
 def score(i: int, nd: int, pods: Pods, nodes: Nodes, profile: Profile) -> int:
     """``w_fit * NodeResourcesFit + w_bal * BalancedAllocation`` with the pod on ``nd``."""
-    units = np.array([[to_units(nodes.alloc[nd, r], r) + to_units(pods.req[i, r], r)
-                       for r in range(3)],
-                      [to_units(nodes.cap[nd, r], r) for r in range(3)]], dtype=np.int64)
+    units = np.array([nodes.alloc_units[nd] + pods.units[i], nodes.cap_units[nd]],
+                     dtype=np.int64)
     fit = fit_score(units, profile.fit_weights, profile.strategy, profile.shape_u,
                     profile.shape_s)
     return int(profile.w_fit * fit + profile.w_bal * balanced_score(units, profile.balanced))

@@ -32,10 +32,10 @@ LEAST, MOST, RATIO = 0, 1, 2  # NodeResourcesFit scoringStrategy.type
 STRATEGIES = {"LeastAllocated": LEAST, "MostAllocated": MOST, "RequestedToCapacityRatio": RATIO}
 
 
-@inlined
-def to_units(x, r):
-    """Trace quantity ``x`` of resource ``r`` as the integer the API server holds."""
-    return np.int64(math.floor(x * SCALE[r] + 0.5))
+def to_units(x: np.ndarray) -> np.ndarray:
+    """Trace quantities ``x`` (rows of cpu, memory, GPUs) as the integers the API server
+    holds (rounded to the nearest)."""
+    return np.floor(np.asarray(x, dtype=np.float64) * SCALE + 0.5).astype(np.int64)
 
 
 @inlined
@@ -57,14 +57,17 @@ def most_requested(requested, capacity):
 @inlined
 def broken_linear(shape_u, shape_s, p):
     """``helper.BuildBrokenLinearFunction``: the shape's piecewise-linear score at
-    utilization ``p`` (flat before the first point and after the last)."""
+    utilization ``p`` (flat before the first point and after the last).  The numbers are
+    at most 100 x 100, so the float quotient truncated is Go's integer division."""
     k = len(shape_u)
     for i in range(k):
         if p <= shape_u[i]:
             if i == 0:
                 return shape_s[0]
             du = shape_u[i] - shape_u[i - 1]
-            return shape_s[i - 1] + (shape_s[i] - shape_s[i - 1]) * (p - shape_u[i - 1]) // du
+            # Go truncates toward zero (a decreasing shape divides a negative number)
+            rise = (shape_s[i] - shape_s[i - 1]) * (p - shape_u[i - 1])
+            return shape_s[i - 1] + np.int64(rise / du)
     return shape_s[k - 1]
 
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from pipeline.policies.kubernetes import kernel, reference
 from pipeline.policies.kubernetes.kernel import Cycle, Nodes, Pods, Profile
+from pipeline.policies.kubernetes.scoring import to_units
 
 pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (.ci/run)
 
@@ -36,11 +37,13 @@ def state(draw: st.DrawFn) -> tuple:
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     cap = pick(rng, SHAPES, n)
     models = draw(st.booleans())
-    pods = Pods(pick(rng, SIZES, m).reshape(-1, 3),
+    req = pick(rng, SIZES, m).reshape(-1, 3)
+    pods = Pods(req, to_units(req),
                 rng.permutation(m).astype(np.int64),
                 pick(rng, [0, 0, 1, 2, 3], m).astype(np.int64) if models
                 else np.zeros(0, np.int64))
-    nodes = Nodes(cap, cap * pick(rng, [0.0, 0.0, 0.25, 0.5, 0.9], n)[:, None],
+    alloc = cap * pick(rng, [0.0, 0.0, 0.25, 0.5, 0.9], n)[:, None]
+    nodes = Nodes(cap, alloc, to_units(cap), to_units(alloc),
                   rng.integers(0, 4, n).astype(np.int64), rng.random(n) < 0.8,
                   pick(rng, [0, 1, 2], n).astype(np.int64) if models else np.zeros(0, np.int64),
                   rng.permutation(n).astype(np.int64))

@@ -71,6 +71,9 @@ def test_broken_linear_interpolates_and_is_flat_outside() -> None:
     u = np.array([20, 60], dtype=np.int64)
     s = np.array([10, 90], dtype=np.int64)
     assert [broken_linear(u, s, p) for p in (0, 20, 40, 59, 60, 100)] == [10, 10, 50, 88, 90, 90]
+    down_u = np.array([0, 7], dtype=np.int64)
+    down_s = np.array([100, 70], dtype=np.int64)
+    assert broken_linear(down_u, down_s, 3) == 88  # 100 + (-90 / 7): truncated toward 0, not 87
 
 
 def test_balanced_allocation() -> None:
