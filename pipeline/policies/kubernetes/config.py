@@ -33,9 +33,9 @@ from pipeline.policies.kubernetes.scoring import (
 
 FIT, BALANCED = "NodeResourcesFit", "NodeResourcesBalancedAllocation"
 DEFAULT_WEIGHTS = {FIT: 1, BALANCED: 1}  # v1.31 default profile's score weights
-DEFAULT_RESOURCES = ({"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1})
+DEFAULT_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
 # a RequestedToCapacityRatio chosen with no shape: bin packing (the docs' example)
-PACKING_SHAPE = ({"utilization": 0, "score": 0}, {"utilization": 100, "score": 10})
+PACKING_SHAPE = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
 
 
 @dataclass(frozen=True)
@@ -50,28 +50,56 @@ class Settings:
 def settings(path: str | None, strategy: str | None, percentage: int | None,
              max_pods: int) -> Settings:
     """The profile of ``path`` (None: the default profile), with ``strategy`` and
-    ``percentage`` overriding the file's when given."""
+    ``percentage`` overriding the file's when given.  A field of the wrong kind is a
+    one-line :class:`UsageError` naming the file and the field."""
     doc = _read(path) if path else {}
     where = path or "default profile"
     prof = _profile(doc, where)
     args = _plugin_args(prof, where)
-    fit = args.get(FIT, {}).get("scoringStrategy") or {}
+    fit = _mapping(_mapping(args.get(FIT), where, f"{FIT} args").get("scoringStrategy"),
+                   where, "scoringStrategy")
     kind = strategy or fit.get("type", "LeastAllocated")
     if kind not in STRATEGIES:
         raise UsageError(f"{where}: scoringStrategy.type {kind!r} is not one of "
                          f"{', '.join(STRATEGIES)}")
-    shape = (fit.get("requestedToCapacityRatio") or {}).get("shape") or PACKING_SHAPE
-    shape_u, shape_s = _shape(shape, where)
-    bal = args.get(BALANCED, {}).get("resources") or DEFAULT_RESOURCES
+    ratio = _mapping(fit.get("requestedToCapacityRatio"), where, "requestedToCapacityRatio")
+    shape_u, shape_s = _shape(ratio.get("shape") or PACKING_SHAPE, where)
+    bal = _mapping(args.get(BALANCED), where, f"{BALANCED} args").get("resources")
     weights = _score_weights(prof, where)
-    pct = percentage if percentage is not None else int(
-        prof.get("percentageOfNodesToScore", doc.get("percentageOfNodesToScore")) or 0)
-    if not 0 <= pct <= 100:
-        raise UsageError(f"{where}: percentageOfNodesToScore {pct} is not in 0..100")
+    if percentage is None:
+        given = prof.get("percentageOfNodesToScore", doc.get("percentageOfNodesToScore"))
+        percentage = _count(given or 0, where, "percentageOfNodesToScore")
+    if not 0 <= percentage <= 100:
+        raise UsageError(f"{where}: percentageOfNodesToScore {percentage} is not in 0..100")
     profile = Profile(_resource_weights(fit.get("resources") or DEFAULT_RESOURCES, where),
-                      _resource_weights(bal, where) > 0, shape_u, shape_s, STRATEGIES[kind],
-                      weights[FIT], weights[BALANCED], max_pods)
-    return Settings(profile, pct)
+                      _resource_weights(bal or DEFAULT_RESOURCES, where) > 0, shape_u,
+                      shape_s, STRATEGIES[kind], weights[FIT], weights[BALANCED], max_pods)
+    return Settings(profile, percentage)
+
+
+def _mapping(value: Any, where: str, field: str) -> dict[str, Any]:
+    """``value`` as a mapping (absent: empty), else an error naming ``field``."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise UsageError(f"{where}: {field} must be a mapping, got {value!r}")
+    return value
+
+
+def _entries(value: Any, where: str, field: str) -> list[dict[str, Any]]:
+    """``value`` as a list of mappings (absent: empty), else an error naming ``field``."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise UsageError(f"{where}: {field} must be a list of mappings, got {value!r}")
+    return value
+
+
+def _count(value: Any, where: str, field: str) -> int:
+    """``value`` as a non-negative integer (YAML's booleans are not), else an error."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"{where}: {field} {value!r} is not a non-negative integer")
+    return value
 
 
 def _read(path: str) -> dict[str, Any]:
@@ -89,20 +117,18 @@ def _read(path: str) -> dict[str, Any]:
 
 
 def _profile(doc: dict[str, Any], where: str) -> dict[str, Any]:
-    profiles = doc.get("profiles") or [{}]
-    if not isinstance(profiles, list) or not all(isinstance(p, dict) for p in profiles):
-        raise UsageError(f"{where}: profiles must be a list of mappings")
+    profiles = _entries(doc.get("profiles"), where, "profiles") or [{}]
     named = [p for p in profiles if p.get("schedulerName", "default-scheduler")
              == "default-scheduler"]
     return (named or profiles)[0]
 
 
-def _plugin_args(prof: dict[str, Any], where: str) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for item in prof.get("pluginConfig") or []:
-        if not isinstance(item, dict) or "name" not in item:
+def _plugin_args(prof: dict[str, Any], where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in _entries(prof.get("pluginConfig"), where, "pluginConfig"):
+        if "name" not in item:
             raise UsageError(f"{where}: each pluginConfig entry needs a name")
-        out[item["name"]] = item.get("args") or {}
+        out[item["name"]] = item.get("args")
     return out
 
 
@@ -110,36 +136,31 @@ def _score_weights(prof: dict[str, Any], where: str) -> dict[str, int]:
     """The two plugins' weights after the profile's ``disabled`` then ``enabled`` lists
     (score, then multiPoint, as the framework merges them)."""
     weights = dict(DEFAULT_WEIGHTS)
-    plugins = prof.get("plugins") or {}
+    plugins = _mapping(prof.get("plugins"), where, "plugins")
     for point in ("multiPoint", "score"):
-        sets = plugins.get(point) or {}
-        for item in sets.get("disabled") or []:
+        sets = _mapping(plugins.get(point), where, f"plugins.{point}")
+        for item in _entries(sets.get("disabled"), where, f"plugins.{point}.disabled"):
             name = item.get("name")
             for key in weights:
                 if name in ("*", key):
                     weights[key] = 0
-        for item in sets.get("enabled") or []:
+        for item in _entries(sets.get("enabled"), where, f"plugins.{point}.enabled"):
             name = item.get("name")
             if name in weights:
-                w = item.get("weight", DEFAULT_WEIGHTS[name]) or DEFAULT_WEIGHTS[name]
-                if not isinstance(w, int) or w < 0:
-                    raise UsageError(f"{where}: plugin {name} weight {w!r} is not a "
-                                     "non-negative integer")
-                weights[name] = w
+                w = _count(item.get("weight", 0), where, f"plugin {name} weight")
+                weights[name] = w or DEFAULT_WEIGHTS[name]  # 0: the default weight
     return weights
 
 
 def _resource_weights(items: Any, where: str) -> np.ndarray:
     out = np.zeros(3, dtype=np.int64)
-    for item in items:
-        name, w = item.get("name"), item.get("weight", 1)
+    for item in _entries(items, where, "resources"):
+        name = item.get("name")
         if name not in RESOURCES:
             raise UsageError(f"{where}: resource {name!r} is not one the traces have "
                              f"({', '.join(RESOURCES)})")
-        if not isinstance(w, int) or w < 0:
-            raise UsageError(f"{where}: resource {name} weight {w!r} is not a "
-                             "non-negative integer")
-        out[RESOURCES.index(name)] = w
+        out[RESOURCES.index(name)] = _count(item.get("weight", 1), where,
+                                            f"resource {name} weight")
     return out
 
 

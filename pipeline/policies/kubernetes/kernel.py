@@ -44,7 +44,7 @@ class Pods(NamedTuple):
     req: np.ndarray  # (m, 3) requests, trace units
     units: np.ndarray  # (m, 3) int64 the same as the API server holds them (scoring.to_units)
     order: np.ndarray  # (m,) int64 positions in queue order (PrioritySort)
-    allow: np.ndarray  # (m,) int64 GPU model masks (empty: any node)
+    allow: np.ndarray  # (m,) int64 GPU model masks (empty: all may use any node)
 
 
 class Nodes(NamedTuple):
@@ -57,7 +57,7 @@ class Nodes(NamedTuple):
     alloc_units: np.ndarray  # (n, 3) int64 requested, the sum of the pods' integer requests
     pods: np.ndarray  # (n,) int64 pods on each node
     ready: np.ndarray  # (n,) bool
-    bits: np.ndarray  # (n,) int64 GPU model bit per node (empty: no models)
+    bits: np.ndarray  # (n,) int64 GPU model bit per node (unread when no pod has a mask)
     order: np.ndarray  # (k,) int64 node slots in the snapshot's list order
 
 
@@ -153,7 +153,7 @@ def _passes(i, nd, mask, pods, nodes, max_pods):
     """The filter: Ready, GPU model allowed, a pod slot free, and the requests fit."""
     if not nodes.ready[nd] or nodes.pods[nd] + 1 > max_pods:
         return False
-    if len(nodes.bits) and not may_use(mask, nodes.bits, nd):
+    if not may_use(mask, nodes.bits, nd):  # mask 0 (no models): any node
         return False
     for r in range(3):
         c = nodes.cap[nd, r]

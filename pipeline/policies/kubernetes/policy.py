@@ -21,11 +21,10 @@ from pipeline.policies.base import Param, PolicyBase
 from pipeline.policies.kubernetes.config import Settings, settings
 from pipeline.policies.kubernetes.kernel import Cycle, Nodes, Pods, schedule
 from pipeline.policies.kubernetes.scoring import num_feasible_nodes_to_find, to_units
-from pipeline.policies.models import pending_allow
+from pipeline.policies.models import model_masks, pending_allow
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 from pipeline.sim.needs import Needs
 
-NO_MASK = np.zeros(0, dtype=np.int64)
 BOOTING, UP = 1, 2  # NodeView.state codes in the snapshot
 
 
@@ -65,19 +64,15 @@ class KubeScheduler(PolicyBase):
         m = len(pending.req)
         if m == 0 or len(listed) == 0:
             return Decisions()
-        allow = pending_allow(view)
-        bits = nodes.gpu_model
-        has_models = allow is not None and bits is not None and bool(np.any(allow))
+        allow, bits = model_masks(nodes, pending_allow(view))
         prio = np.asarray(pending.priority)
         order = (np.argsort(-prio.astype(np.int64), kind="stable") if np.any(prio != prio[0])
                  else np.arange(m, dtype=np.int64))
         req = np.ascontiguousarray(pending.req, dtype=np.float64)
-        pods = Pods(req, to_units(req), order,
-                    np.ascontiguousarray(allow, np.int64) if has_models else NO_MASK)
+        pods = Pods(req, to_units(req), order, allow)
         cap, alloc = np.ascontiguousarray(nodes.cap, np.float64), np.array(nodes.alloc, np.float64)
         snapshot = Nodes(cap, alloc, to_units(cap), to_units(alloc),
-                         np.array(nodes.n_containers, dtype=np.int64), nodes.up,
-                         np.ascontiguousarray(bits, np.int64) if has_models else NO_MASK,
+                         np.array(nodes.n_containers, dtype=np.int64), nodes.up, bits,
                          listed.astype(np.int64))
         self.start_[0] %= len(listed)  # the list changed length: the index wraps
         cycle = Cycle(self.start_, self.rng_state_, np.empty(m, dtype=np.int64),

@@ -48,7 +48,7 @@ def fits(i: int, nd: int, pods: Pods, nodes: Nodes, profile: Profile) -> bool:
     if not nodes.ready[nd] or nodes.pods[nd] + 1 > profile.max_pods:
         return False
     mask = int(pods.allow[i]) if len(pods.allow) else 0
-    if len(nodes.bits) and mask and not (int(nodes.bits[nd]) & mask):
+    if mask and not (int(nodes.bits[nd]) & mask):
         return False
     cap = nodes.cap[nd]
     return bool(np.all(nodes.alloc[nd] + pods.req[i] <= cap + EPS * cap + 1e-12))

@@ -115,3 +115,25 @@ def test_adaptive_percentage_decides_which_nodes_are_scored(tmp_path: Path, n_no
     for j, nd in enumerate(nodes):
         assert (nd - j * to_find) % n_nodes < to_find, (j, nd)
     assert len(set(nodes)) == len(nodes)  # an empty node outscores the used one
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("profiles:\n- plugins: [1, 2]\n", "plugins must be a mapping"),
+    ("percentageOfNodesToScore: lots\n", "percentageOfNodesToScore 'lots'"),
+    ("profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args: [x]\n",
+     "NodeResourcesFit args must be a mapping"),
+    ("profiles:\n- pluginConfig:\n  - name: NodeResourcesFit\n    args:\n"
+     "      scoringStrategy:\n        resources: [cpu, memory]\n",
+     "resources must be a list of mappings"),
+    ("profiles:\n- plugins:\n    score:\n      enabled: [NodeResourcesFit]\n",
+     r"plugins\.score\.enabled must be a list of mappings"),
+    ("profiles:\n- plugins:\n    score:\n      enabled:\n      - name: NodeResourcesFit\n"
+     "        weight: true\n", "plugin NodeResourcesFit weight True"),
+])
+def test_malformed_configuration_is_one_line_naming_the_field(two_nodes: Path, tmp_path: Path,
+                                                              text: str, field: str) -> None:
+    cfg = tmp_path / "sched.yaml"
+    cfg.write_text("kind: KubeSchedulerConfiguration\n" + text)
+    with pytest.raises(UsageError, match=rf"sched\.yaml: {field}"):
+        replay(two_nodes, "kube-scheduler", {"config": str(cfg)}, 0, tmp_path / "run")
+    assert not (tmp_path / "run" / "task_runs.parquet").exists()
