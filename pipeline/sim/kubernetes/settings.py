@@ -1,0 +1,40 @@
+"""What a Cluster Autoscaler runs with: its node groups and its flags' values (v1.31 defaults).
+
+Source: kubernetes/autoscaler ``cluster-autoscaler/FAQ.md`` ("What are the parameters to
+CA?") and ``main.go`` of cluster-autoscaler-release-1.31.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXPANDERS = ("random", "most-pods", "least-waste", "price")
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """``--nodes=MIN:MAX:NAME``: a node group of one instance type (NAME, from the catalog)."""
+
+    name: str
+    min_size: int
+    max_size: int
+
+
+@dataclass(frozen=True)
+class AutoscalerSettings:
+    """Cluster Autoscaler's settings, each its flag's default unless the user set it."""
+
+    groups: tuple[NodeGroup, ...] = ()
+    expanders: tuple[str, ...] = ("random",)  # --expander (a chain: each narrows the last)
+    scan_interval_s: float = 10.0  # --scan-interval
+    scale_down_enabled: bool = True  # --scale-down-enabled
+    threshold: float = 0.5  # --scale-down-utilization-threshold
+    gpu_threshold: float = 0.5  # --scale-down-gpu-utilization-threshold
+    unneeded_s: float = 600.0  # --scale-down-unneeded-time
+    delay_after_add_s: float = 600.0  # --scale-down-delay-after-add
+    delay_after_delete_s: float = 10.0  # --scale-down-delay-after-delete (= scan interval)
+    new_pod_delay_s: float = 0.0  # --new-pod-scale-up-delay
+    max_nodes_total: int = 0  # --max-nodes-total (0: no limit)
+    max_scale_down_parallelism: int = 10  # --max-scale-down-parallelism
+    max_drain_parallelism: int = 1  # --max-drain-parallelism
+    non_empty_candidates: int = 30  # --scale-down-non-empty-candidates-count
