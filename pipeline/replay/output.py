@@ -229,8 +229,9 @@ NODE_SCHEMA = pa.schema([
 
 
 def node_intervals_table(rows: list[list[float]], machine_ids: list[str], cap: np.ndarray,
-                         price_per_hour: float, billing_s: float, run_id: str) -> pa.Table:
-    """When each node was provisioned, with its capacity and price (one row per interval)."""
+                         price_per_hour: np.ndarray, billing_s: float, run_id: str) -> pa.Table:
+    """When each node was provisioned, with its capacity and price (one row per interval;
+    ``cap`` and ``price_per_hour`` per instance)."""
     arr = np.array(rows, dtype=np.float64).reshape(-1, 4)
     inst = arr[:, 0].astype(np.int64)
     n = len(arr)
@@ -240,7 +241,8 @@ def node_intervals_table(rows: list[list[float]], machine_ids: list[str], cap: n
         "up_s": arr[:, 1], "down_s": arr[:, 3], "ready_s": arr[:, 2],
         "cpu": cap[inst, 0] if n else np.zeros(0), "mem": cap[inst, 1] if n else np.zeros(0),
         "gpu": cap[inst, 2] if n else np.zeros(0),
-        "price_per_hour": np.full(n, price_per_hour), "billing_s": np.full(n, billing_s),
+        "price_per_hour": np.asarray(price_per_hour, np.float64)[inst] if n else np.zeros(0),
+        "billing_s": np.full(n, billing_s),
     }, schema=NODE_SCHEMA)
 
 

@@ -99,6 +99,10 @@ def build_cluster(spec: ClusterSpec, trace: TraceInput, racks: np.ndarray | None
     """The fixed cluster of the trace's machines, or an elastic one from the template
     (``racks``: rack codes per machine, default the trace's), with the machine speeds the
     run asks for (:mod:`pipeline.replay.speeds`; ``seed`` picks the slowed machines)."""
+    if spec.kind == "cluster-autoscaler":
+        from pipeline.replay.kube_options import build
+
+        return build(spec, np.random.default_rng(np.random.SeedSequence([seed, 41])))
     if spec.kind == "elastic":
         elastic = ElasticCluster(spec)
         n = len(elastic.nodes)
@@ -156,15 +160,23 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
         summary, sim = _simulate(trace, policy, opened, spec, options, rng, run_id, tmp,
                                  shown.update if progress else None, int(seed))
         cluster_obj = sim.cluster
-        cap = (trace.machine_cap() if spec.kind == "fixed"
-               else np.tile(cluster_obj.template, (len(cluster_obj.machine_ids), 1)))
+        n_inst = len(cluster_obj.machine_ids)
+        if spec.kind == "fixed":
+            cap, price = trace.machine_cap(), np.full(n_inst, spec.price_per_hour)
+        elif spec.kind == "elastic":
+            cap = np.tile(cluster_obj.template, (n_inst, 1))
+            price = np.full(n_inst, spec.price_per_hour)
+        else:  # priced instance types
+            cap = cluster_obj.instance_caps()
+            price = np.array([cluster_obj.price_per_hour(i) for i in range(n_inst)])
         nodes = out.node_intervals_table(cluster_obj.intervals.rows, cluster_obj.machine_ids,
-                                         cap, spec.price_per_hour, spec.billing_s, run_id)
+                                         cap, price, spec.billing_s, run_id)
         out.write_table(nodes, tmp / out.NODE_INTERVALS)
         measured = {"from_s": window.start_s, "to_s": summary.end_s,
                     "drained": options.horizon_s is None}
         nm = sim.nm.counts if sim.nm is not None else {}
         extra = {**sim.policy.run_metrics(),
+                 **(sim.cluster.run_metrics() if spec.kind == "cluster-autoscaler" else {}),
                  **({"opp_rejected": (float(nm["rejected"]), "count"),
                      "nm_utilization_checks": (float(nm["checks"]), "count"),
                      "opp_reclaims_guaranteed": (float(nm["killed_guaranteed"]
@@ -319,6 +331,8 @@ def _gpu_devices(spec: ClusterSpec, trace: TraceInput,
     """GPU devices per node slot: the trace's machines' counts, or the elastic template's."""
     if spec.kind == "fixed":
         counts = trace.machine_cap()[:, 2]
+    elif spec.kind == "cluster-autoscaler":
+        return None  # GPUs counted per node, not per device, on typed nodes (for now)
     else:
         counts = np.full(len(cluster.machine_ids), float(cluster.template[2]))
     return np.floor(counts).astype(np.int64) if np.any(counts > 0) else None
@@ -340,6 +354,8 @@ def _cluster_total(spec: ClusterSpec, trace: TraceInput,
     """The cluster's (cpu, mem, gpu) for queue shares: all machines, or max_nodes templates."""
     if spec.kind == "fixed":
         return trace.machine_cap().sum(axis=0)
+    if spec.kind == "cluster-autoscaler":
+        return np.asarray(cluster.shapes.max(axis=0)) * float(cluster.max_nodes or 0)
     return np.asarray(cluster.template, dtype=np.float64) * float(cluster.max_nodes or 0)
 
 

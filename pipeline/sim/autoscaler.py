@@ -87,6 +87,7 @@ class ElasticCluster:
     """Template nodes between ``min_nodes`` and ``max_nodes``, with boot delay and idle release."""
 
     kind = "elastic"
+    drains = False  # deletes no busy node (pipeline.sim.kubernetes does)
     n_racks = 0
 
     def __init__(self, spec: ClusterSpec) -> None:

@@ -56,6 +56,16 @@ class ClusterSpec:
     contention_share: float = 0.0
     contention_factor: float = 2.5
     contention_mean_s: float = 600.0
+    # Kubernetes cluster models (pipeline.sim.kubernetes): the instance catalog, Cluster
+    # Autoscaler's flags (a file or the flags themselves), the default node groups, and how
+    # many vCPUs and GiB one trace unit is; the files' sha256 make part of a run's identity
+    catalog: str = ""
+    catalog_sha256: str = ""
+    autoscaler_flags: str = ""
+    flags_sha256: str = ""
+    node_groups: str = ""
+    vcpu_per_unit: float = 0.0
+    gib_per_unit: float = 0.0
 
     def to_dict(self) -> dict[str, object]:
         """The fields that matter for this kind of cluster (fixed: no template or scaling;
@@ -65,6 +75,10 @@ class ClusterSpec:
             fields = {k: v for k, v in fields.items() if k not in SPEED_FIELDS}
         if self.contention_share == 0:
             fields = {k: v for k, v in fields.items() if k not in CONTENTION_FIELDS}
+        if self.kind not in KUBE_KINDS:
+            fields = {k: v for k, v in fields.items() if k not in KUBE_FIELDS}
+        else:
+            fields = {k: v for k, v in fields.items() if k not in TEMPLATE_FIELDS}
         if self.kind == "fixed":
             return {k: v for k, v in fields.items() if k not in ELASTIC_FIELDS}
         return fields
@@ -77,6 +91,11 @@ class ClusterSpec:
 
 SPEED_FIELDS = ("slow_fraction", "slow_factor", "platform_speed")
 CONTENTION_FIELDS = ("contention_share", "contention_factor", "contention_mean_s")
+KUBE_KINDS = ("cluster-autoscaler",)
+KUBE_FIELDS = ("catalog", "catalog_sha256", "autoscaler_flags", "flags_sha256", "node_groups",
+               "vcpu_per_unit", "gib_per_unit")
+TEMPLATE_FIELDS = ("node_cpu", "node_mem", "node_gpu", "min_nodes", "initial_nodes",
+                   "upscale_wait_s", "idle_s")
 ELASTIC_FIELDS = ("node_cpu", "node_mem", "node_gpu", "min_nodes", "max_nodes",
                   "initial_nodes", "boot_delay_s", "upscale_wait_s", "idle_s")
 
@@ -194,6 +213,7 @@ class FixedCluster:
     """The trace's machines: up and down when the trace says, never scaled."""
 
     kind = "fixed"
+    drains = False  # deletes no busy node (pipeline.sim.kubernetes does)
     min_nodes: int | None = None
     max_nodes: int | None = None
 

@@ -115,8 +115,9 @@ class ClusterAutoscaler:
     # -- the loop --------------------------------------------------------------------
     def autoscale(self, now: float, pending_req: np.ndarray, pending_enter: np.ndarray) -> int:
         """Run a loop when one is due: its scale-up part (scale-down: :meth:`scale_down`)."""
-        if now < self._due:
-            return 0
+        step = self.settings.scan_interval_s
+        if now < self._due and now != np.floor(now / step) * step:
+            return 0  # neither the loop the core was woken for nor one on the scan grid
         self._due = np.inf
         self._loop_at = now
         self._scaled_up = False

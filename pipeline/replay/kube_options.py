@@ -1,0 +1,90 @@
+"""Cluster options of the Kubernetes cluster models, resolved and checked, and the cluster
+they build (:class:`pipeline.sim.kubernetes.cluster_autoscaler.ClusterAutoscaler`).
+
+Node groups come from the flags' ``--nodes=MIN:MAX:TYPE``, else from ``node_groups`` (each
+type 0..``max_nodes``).  ``max_nodes`` (default: the groups' maxima summed) is the number of
+node slots.  Trace units: ``vcpu_per_unit``/``gib_per_unit``, by default from the trace's
+stated units (cores: 1 vCPU; GiB: 1, MiB: 1/1024); a normalized trace must say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.errors import UsageError
+from pipeline.replay.autoscaler_flags import read_flags, settings
+from pipeline.replay.catalog import Catalog, capacities, prices, read_catalog
+from pipeline.replay.param_files import file_sha256
+from pipeline.sim.cluster import ClusterSpec
+from pipeline.sim.kubernetes.cluster_autoscaler import ClusterAutoscaler
+from pipeline.sim.kubernetes.pool import TypedPool
+from pipeline.sim.kubernetes.scale_up import Groups
+from pipeline.sim.kubernetes.settings import AutoscalerSettings, NodeGroup
+
+
+def _per_unit(given: float | None, text: str | None, table: dict[str, float], key: str) -> float:
+    if given is not None:
+        return float(given)
+    low = (text or "").lower()
+    if "normal" not in low:
+        for word, value in table.items():
+            if word in low:
+                return value
+    raise UsageError(f"cluster option '{key}' is needed: the trace's units ({text or 'none'}) "
+                     "do not say how large one unit is", field=key)
+
+
+def resolve(spec: ClusterSpec) -> tuple[Catalog, AutoscalerSettings, tuple[str, ...]]:
+    """The catalog, the settings and the flags accepted but not modelled, of ``spec``."""
+    catalog = read_catalog(spec.catalog)
+    default = tuple(NodeGroup(t.strip(), 0, max(spec.max_nodes, 1))
+                    for t in spec.node_groups.split(",") if t.strip())
+    ca, ignored = settings(read_flags(spec.autoscaler_flags), default)
+    if not ca.groups:
+        raise UsageError("no node group: pass --nodes=MIN:MAX:TYPE or node_groups",
+                         field="node_groups")
+    for g in ca.groups:
+        catalog.index(g.name, "autoscaler_flags --nodes / node_groups")
+    return catalog, ca, ignored
+
+
+def kube_fields(vals: Mapping[str, Any], units: Mapping[str, str]) -> dict[str, Any]:
+    """The ClusterSpec fields of a cluster-autoscaler cluster (files read and checked now,
+    so a mistake stops the run before it starts)."""
+    flags = str(vals["autoscaler_flags"] or "")
+    fields: dict[str, Any] = {
+        "catalog": str(vals["catalog"]), "autoscaler_flags": flags,
+        "node_groups": str(vals["node_groups"]), "boot_delay_s": vals["boot_delay_s"],
+        "vcpu_per_unit": _per_unit(vals["vcpu_per_unit"], units.get("cpu"),
+                                   {"core": 1.0, "vcpu": 1.0}, "vcpu_per_unit"),
+        "gib_per_unit": _per_unit(vals["gib_per_unit"], units.get("mem"),
+                                  {"gib": 1.0, "gb": 1.0, "mib": 1 / 1024, "mb": 1 / 1024},
+                                  "gib_per_unit"),
+        "max_nodes": int(vals["max_nodes"] or 1000),
+    }
+    probe = ClusterSpec(kind="cluster-autoscaler", **fields)
+    _, ca, _ = resolve(probe)
+    fields["max_nodes"] = int(vals["max_nodes"] or sum(g.max_size for g in ca.groups))
+    fields["catalog_sha256"] = file_sha256(Path(fields["catalog"]))
+    if flags and Path(flags).is_file():
+        fields["flags_sha256"] = file_sha256(Path(flags))
+    return fields
+
+
+def build(spec: ClusterSpec, rng: np.random.Generator) -> ClusterAutoscaler:
+    """The Cluster Autoscaler cluster of ``spec``."""
+    catalog, ca, _ = resolve(spec)
+    names = tuple(t.name for t in catalog.types)
+    caps = capacities(catalog, spec.vcpu_per_unit, spec.gib_per_unit)
+    pool = TypedPool(names, caps, prices(catalog), spec.max_nodes)
+    types = np.array([catalog.index(g.name, "node_groups") for g in ca.groups], np.int64)
+    alloc = np.array([[t.allocatable_cpu, t.allocatable_memory_gib, t.gpu]
+                      for t in catalog.types])[types]
+    capacity = np.array([[t.cpu, t.memory_gib, t.gpu] for t in catalog.types])[types]
+    groups = Groups(alloc, capacity, prices(catalog)[types])
+    unit = np.array([spec.vcpu_per_unit, spec.gib_per_unit, 1.0])
+    return ClusterAutoscaler(ca, pool, types, groups, unit, spec.boot_delay_s, rng)
