@@ -60,5 +60,5 @@ def test_delay_after_add_outlasts_a_short_unneeded_time(trace: Path, tmp_path: P
 
 
 def test_a_bad_flag_is_one_line(trace: Path, tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="--nodes=0:3:n16: .*not in the catalog|n16"):
+    with pytest.raises(UsageError, match="n16"):
         _replay(trace, tmp_path / "r", "--nodes=0:3:n16")
