@@ -10,6 +10,7 @@ stated units (cores: 1 vCPU; GiB: 1, MiB: 1/1024); a normalized trace must say.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ def resolve(spec: ClusterSpec) -> tuple[Catalog, AutoscalerSettings, tuple[str, 
     default = tuple(NodeGroup(t.strip(), 0, max(spec.max_nodes, 1))
                     for t in spec.node_groups.split(",") if t.strip())
     ca, ignored = settings(read_flags(spec.autoscaler_flags), default)
+    ca = replace(ca, safe_to_evict=spec.safe_to_evict)
     if not ca.groups:
         raise UsageError("no node group: pass --nodes=MIN:MAX:TYPE or node_groups",
                          field="node_groups")
@@ -65,6 +67,7 @@ def kube_fields(vals: Mapping[str, Any], units: Mapping[str, str]) -> dict[str, 
                                   {"gib": 1.0, "gb": 1.0, "mib": 1 / 1024, "mb": 1 / 1024},
                                   "gib_per_unit"),
         "max_nodes": int(vals["max_nodes"] or 1000),
+        "safe_to_evict": bool(vals["safe_to_evict"]),
     }
     probe = ClusterSpec(kind="cluster-autoscaler", **fields)
     _, ca, _ = resolve(probe)

@@ -80,6 +80,8 @@ CLUSTER_PARAMS: dict[str, Param] = {
     "node_groups": Param("m5.xlarge", "cluster-autoscaler: node groups (catalog types, "
                          "comma-separated, each 0..max_nodes) when the flags give no --nodes",
                          str),
+    "safe_to_evict": Param(True, "cluster-autoscaler: pods may be evicted to drain a node "
+                           "(false: every pod annotated safe-to-evict: \"false\")", bool),
     "vcpu_per_unit": Param(None, "cluster-autoscaler: vCPUs in one trace cpu unit (default: "
                            "1 for a trace in cores)", float, 1e-9),
     "gib_per_unit": Param(None, "cluster-autoscaler: GiB in one trace memory unit (default: "
@@ -91,7 +93,8 @@ SPEED_PARAMS = ("slow_fraction", "slow_factor", "platform_speed", "contention_sh
                 "contention_factor", "contention_mean_s")
 ELASTIC_ONLY = {"node_cpu", "node_mem", "node_gpu", "min_nodes", "max_nodes",
                 "initial_nodes", "boot_delay_s", "upscale_wait_s", "idle_s"}
-KUBE_ONLY = {"catalog", "autoscaler_flags", "node_groups", "vcpu_per_unit", "gib_per_unit"}
+KUBE_ONLY = {"catalog", "autoscaler_flags", "node_groups", "vcpu_per_unit", "gib_per_unit",
+             "safe_to_evict"}
 # what a cluster-autoscaler cluster takes of the elastic options
 KUBE_ELASTIC = {"max_nodes", "boot_delay_s"}
 

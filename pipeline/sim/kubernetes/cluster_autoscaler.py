@@ -203,7 +203,7 @@ class ClusterAutoscaler:
         st, s = self.nodes, self.settings
         cand = np.flatnonzero(self._under_used())
         empty = cand[st.ncont[cand] == 0]
-        busy = cand[st.ncont[cand] > 0]
+        busy = cand[st.ncont[cand] > 0] if s.safe_to_evict else np.zeros(0, np.int64)
         # nodes already unneeded first (CA keeps them), then slot order
         busy = np.array(sorted(busy.tolist(), key=lambda n: (n not in self._since, n)),
                         dtype=np.int64)[:s.non_empty_candidates]

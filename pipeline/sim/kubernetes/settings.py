@@ -38,3 +38,6 @@ class AutoscalerSettings:
     max_scale_down_parallelism: int = 10  # --max-scale-down-parallelism
     max_drain_parallelism: int = 1  # --max-drain-parallelism
     non_empty_candidates: int = 30  # --scale-down-non-empty-candidates-count
+    # the pods' cluster-autoscaler.kubernetes.io/safe-to-evict annotation: False ("false"
+    # on every pod, as batch users set it) leaves only empty nodes to scale-down
+    safe_to_evict: bool = True

@@ -77,3 +77,19 @@ def test_scale_up_buys_what_the_estimator_needs() -> None:
     assert ca.autoscale(20.0, req, np.zeros(3)) == 0  # booting nodes hold two; no room
     with pytest.raises(AssertionError):
         ca.node_down(0.0, 0)
+
+
+@pytest.mark.parametrize(("evictable", "deleted"), [(True, 600.0), (False, None)])
+def test_an_under_used_busy_node_is_drained_unless_pods_are_not_safe_to_evict(
+        evictable: bool, deleted: float | None) -> None:
+    ca = _cluster(safe_to_evict=evictable)
+    # both under 0.5; node 0's pod fits node 1; found unneeded at the 0 s loop
+    ca.nodes.alloc[:2] = [0.3, 0.3, 0.0]
+    t, out = 0.0, None
+    while t <= 1500.0 and out is None:
+        ca.autoscale(t, NONE, np.zeros(0))
+        pods = np.flatnonzero(ca.nodes.ncont > 0)
+        chosen = ca.scale_down(t, pods, ca.nodes.alloc[pods]).tolist()
+        out = t if chosen else None
+        t = ca.next_check(t, np.zeros(0))
+    assert out == deleted
