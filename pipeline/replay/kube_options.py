@@ -28,15 +28,15 @@ from pipeline.sim.kubernetes.settings import AutoscalerSettings, NodeGroup
 
 
 def _per_unit(given: float | None, text: str | None, table: dict[str, float], key: str) -> float:
+    """``given``, else what the trace's stated unit ``text`` says one unit is."""
     if given is not None:
         return float(given)
     low = (text or "").lower()
-    if "normal" not in low:
-        for word, value in table.items():
-            if word in low:
-                return value
-    raise UsageError(f"cluster option '{key}' is needed: the trace's units ({text or 'none'}) "
-                     "do not say how large one unit is", field=key)
+    value = next((v for word, v in table.items() if word in low), None)
+    if value is None or "normal" in low:
+        raise UsageError(f"cluster option '{key}' is needed: the trace's units "
+                         f"({text or 'none'}) do not say how large one unit is", field=key)
+    return value
 
 
 def resolve(spec: ClusterSpec) -> tuple[Catalog, AutoscalerSettings, tuple[str, ...]]:

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import UsageError
-from pipeline.replay.param_files import param_file_digests
+from pipeline.replay.param_files import file_sha256, param_file_digests
 from pipeline.trace.identity import content_digest
 
 
@@ -242,12 +242,29 @@ def _spec(trace: str, trace_dir: str, digest: str, policy: str, params: dict,
           root: Path, drain: bool) -> RunSpec:
     what = {"trace": digest, "policy": policy, "params": params, "cluster": kind,
             "options": options, "seed": seed, "drain": drain}
+    files = {**files, **_cluster_file_digests(kind, options, root)}
     if files:
         what["files"] = files
     key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
     out_dir = runs_dir / trace / policy / key
     return RunSpec(trace, trace_dir, policy, params, kind, options, seed, key, str(out_dir),
                    str(root.resolve()), drain)
+
+
+def _cluster_file_digests(kind: str, options: Mapping[str, Any], root: Path) -> dict[str, str]:
+    """sha256 of the files a cluster's options name (the instance catalog, Cluster
+    Autoscaler's flags file): editing one re-runs the runs that read it."""
+    if kind != "cluster-autoscaler":
+        return {}
+    from pipeline.replay.options import CLUSTER_PARAMS
+
+    out = {}
+    for key in ("catalog", "autoscaler_flags"):
+        value = str(options.get(key, CLUSTER_PARAMS[key].default) or "")
+        path = Path(value) if Path(value).is_absolute() else root / value
+        if value and not value.lstrip().startswith("-") and path.is_file():
+            out[f"cluster.{key}"] = file_sha256(path)
+    return out
 
 
 def check_specs(specs: list[RunSpec]) -> None:

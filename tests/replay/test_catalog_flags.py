@@ -80,3 +80,14 @@ def test_flags_as_users_pass_them(tmp_path: Path) -> None:
 def test_bad_flags_are_one_line_errors(flags: str, match: str) -> None:
     with pytest.raises(UsageError, match=match):
         settings(read_flags(flags), ())
+
+
+def test_editing_the_catalog_changes_the_sweep_key(tmp_path: Path) -> None:
+    from pipeline.sweep.grid import _cluster_file_digests
+
+    (tmp_path / "c.csv").write_text("instance_type,cpu,memory_gib,price_per_hour\na,2,4,0.1\n")
+    before = _cluster_file_digests("cluster-autoscaler", {"catalog": "c.csv"}, tmp_path)
+    (tmp_path / "c.csv").write_text("instance_type,cpu,memory_gib,price_per_hour\na,2,4,0.2\n")
+    after = _cluster_file_digests("cluster-autoscaler", {"catalog": "c.csv"}, tmp_path)
+    assert before["cluster.catalog"] != after["cluster.catalog"]
+    assert _cluster_file_digests("elastic", {"catalog": "c.csv"}, tmp_path) == {}

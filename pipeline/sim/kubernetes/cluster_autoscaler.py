@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.sim.cluster import BOOTING, FIT_EPS, UP
+from pipeline.sim.cluster import BOOTING, UP, fits_some
 from pipeline.sim.kubernetes.drain import Snapshot, group_pods, removable
 from pipeline.sim.kubernetes.pool import TypedPool
 from pipeline.sim.kubernetes.scale_up import Groups, Option, choose, estimate
@@ -85,10 +85,7 @@ class ClusterAutoscaler:
         raise AssertionError("Cluster Autoscaler's nodes are only deleted by scale-down")
 
     def fits_some(self, req: np.ndarray) -> np.ndarray:
-        ok = np.zeros(len(req), dtype=np.bool_)
-        for shape in self.shapes:
-            ok |= np.all(req <= shape * (1 + FIT_EPS) + 1e-12, axis=1)
-        return ok
+        return fits_some(req, self.shapes)
 
     def price_per_hour(self, instance: int) -> float:
         return self.pool.price_per_hour(instance)
