@@ -23,64 +23,16 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
-from numba import njit
 
+from pipeline.sim.binpack import FIT_EPS, first_fit
 from pipeline.sim.cluster import ABSENT, BOOTING, UP, ClusterSpec, Intervals, NodeState
 
-FIT_EPS = 1e-9
 
-
-@njit(cache=True)
-def bins_needed(req, template, limit):
-    """How many template nodes first-fit packing of ``req`` rows needs (stops at ``limit``).
-
-    Open bins sit in a segment tree of per-resource maxima of their free room, so finding
-    the first bin that fits costs O(log bins) in the common case.
-    """
-    if limit <= 0:
-        return 0
-    p = 1
-    while p < limit:
-        p *= 2
-    free = np.full((3, 2 * p), -np.inf)
-    used = 0
-    for i in range(req.shape[0]):
-        rc, rm, rg = req[i, 0] - FIT_EPS, req[i, 1] - FIT_EPS, req[i, 2] - FIT_EPS
-        b = _first_fit(free, p, rc, rm, rg)
-        if b < 0:
-            if used == limit:
-                return limit
-            b = used
-            used += 1
-            for k in range(3):
-                free[k, p + b] = template[k]
-        for k in range(3):
-            free[k, p + b] -= req[i, k]
-        j = (p + b) >> 1
-        while j >= 1:
-            for k in range(3):
-                free[k, j] = max(free[k, 2 * j], free[k, 2 * j + 1])
-            j >>= 1
-    return used
-
-
-@njit(cache=True)
-def _first_fit(free, p, rc, rm, rg):
-    """Leftmost leaf whose room covers the request, or -1 (depth-first, left first)."""
-    stack = np.empty(64, dtype=np.int64)
-    stack[0] = 1
-    sp = 1
-    while sp > 0:
-        sp -= 1
-        i = stack[sp]
-        if free[0, i] < rc or free[1, i] < rm or free[2, i] < rg:
-            continue
-        if i >= p:
-            return i - p
-        stack[sp] = 2 * i + 1
-        stack[sp + 1] = 2 * i
-        sp += 2
-    return -1
+def bins_needed(req: np.ndarray, template: np.ndarray, limit: int) -> int:
+    """How many template nodes first-fit packing of ``req`` rows (queue order) needs, at
+    most ``limit`` (:func:`pipeline.sim.binpack.first_fit`)."""
+    placed = np.zeros(len(req), dtype=np.bool_)
+    return int(first_fit(req, template, int(limit), placed, True))
 
 
 class ElasticCluster:

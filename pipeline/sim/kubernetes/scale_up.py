@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
-EPS = 1e-9
+from pipeline.sim.binpack import first_fit
+
 # GCE's pricing model (cloudprovider/gce/gce_price_model.go), which the price expander
 # prices pods with: USD per vCPU-hour, per GiB-hour, per GPU-hour
 CPU_PRICE, MEM_PRICE, GPU_PRICE = 0.033174, 0.004446, 0.700
@@ -43,37 +43,11 @@ def estimate(req: np.ndarray, cap: np.ndarray, limit: int) -> tuple[int, np.ndar
             score += req[:, r] / cap[r]
     order = np.argsort(-score, kind="stable")
     placed = np.zeros(len(req), dtype=np.bool_)
-    used = _first_fit(np.ascontiguousarray(req[order], dtype=np.float64),
-                      np.asarray(cap, np.float64), int(limit), placed)
+    used = first_fit(np.ascontiguousarray(req[order], dtype=np.float64),
+                     np.asarray(cap, np.float64), int(limit), placed, False)
     out = np.zeros(len(req), dtype=np.bool_)
     out[order] = placed
     return used, out
-
-
-@njit(cache=True)
-def _first_fit(req, cap, limit, placed):
-    free = np.empty((max(limit, 1), 3))
-    used = 0
-    for i in range(req.shape[0]):
-        if req[i, 0] > cap[0] + EPS or req[i, 1] > cap[1] + EPS or req[i, 2] > cap[2] + EPS:
-            continue
-        b = -1
-        for j in range(used):
-            if (req[i, 0] <= free[j, 0] + EPS and req[i, 1] <= free[j, 1] + EPS
-                    and req[i, 2] <= free[j, 2] + EPS):
-                b = j
-                break
-        if b < 0:
-            if used == limit:
-                continue
-            b = used
-            used += 1
-            for r in range(3):
-                free[b, r] = cap[r]
-        for r in range(3):
-            free[b, r] -= req[i, r]
-        placed[i] = True
-    return used
 
 
 @dataclass(frozen=True)
