@@ -136,6 +136,10 @@ create table if not exists node_intervals (
 );
 
 alter table node_intervals add column if not exists gpu double;
+-- priced nodes (instance_type: Kubernetes cluster models; null on one-price clusters)
+alter table node_intervals add column if not exists price_per_hour double;
+alter table node_intervals add column if not exists billing_s double;
+alter table node_intervals add column if not exists instance_type varchar;
 
 create table if not exists metrics (
     run_id varchar not null,

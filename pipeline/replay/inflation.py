@@ -193,7 +193,7 @@ def _nodes_table(machines: pl.DataFrame, run_id: str) -> pa.Table:
         "up_s": np.zeros(n), "down_s": np.zeros(n), "ready_s": np.zeros(n),
         "cpu": machines["cpu"].to_numpy(), "mem": machines["mem"].to_numpy(),
         "gpu": machines["gpu"].to_numpy(), "price_per_hour": np.zeros(n),
-        "billing_s": np.ones(n),
+        "billing_s": np.ones(n), "instance_type": pa.nulls(n, pa.string()),
     }, schema=out.NODE_SCHEMA)
 
 

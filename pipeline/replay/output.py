@@ -224,14 +224,16 @@ NODE_SCHEMA = pa.schema([
     ("run_id", pa.string()), ("machine_id", pa.string()), ("up_s", pa.float64()),
     ("down_s", pa.float64()), ("ready_s", pa.float64()), ("cpu", pa.float64()),
     ("mem", pa.float64()), ("gpu", pa.float64()), ("price_per_hour", pa.float64()),
-    ("billing_s", pa.float64()),
+    ("billing_s", pa.float64()), ("instance_type", pa.string()),
 ])
 
 
 def node_intervals_table(rows: list[list[float]], machine_ids: list[str], cap: np.ndarray,
-                         price_per_hour: np.ndarray, billing_s: float, run_id: str) -> pa.Table:
+                         price_per_hour: np.ndarray, billing_s: float, run_id: str,
+                         instance_types: list[str] | None = None) -> pa.Table:
     """When each node was provisioned, with its capacity and price (one row per interval;
-    ``cap`` and ``price_per_hour`` per instance)."""
+    ``cap``, ``price_per_hour`` and ``instance_types`` per instance; no instance types: a
+    cluster of one price, ``instance_type`` null)."""
     arr = np.array(rows, dtype=np.float64).reshape(-1, 4)
     inst = arr[:, 0].astype(np.int64)
     n = len(arr)
@@ -243,6 +245,8 @@ def node_intervals_table(rows: list[list[float]], machine_ids: list[str], cap: n
         "gpu": cap[inst, 2] if n else np.zeros(0),
         "price_per_hour": np.asarray(price_per_hour, np.float64)[inst] if n else np.zeros(0),
         "billing_s": np.full(n, billing_s),
+        "instance_type": pa.array([instance_types[i] for i in inst] if instance_types
+                                  else [None] * n, pa.string()),
     }, schema=NODE_SCHEMA)
 
 

@@ -161,16 +161,17 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
                                  shown.update if progress else None, int(seed))
         cluster_obj = sim.cluster
         n_inst = len(cluster_obj.machine_ids)
+        types = None  # one price for every node, no instance types
         if spec.kind == "fixed":
             cap, price = trace.machine_cap(), np.full(n_inst, spec.price_per_hour)
         elif spec.kind == "elastic":
             cap = np.tile(cluster_obj.template, (n_inst, 1))
             price = np.full(n_inst, spec.price_per_hour)
         else:  # priced instance types
-            cap = cluster_obj.instance_caps()
+            cap, types = cluster_obj.instance_caps(), cluster_obj.instance_types()
             price = np.array([cluster_obj.price_per_hour(i) for i in range(n_inst)])
         nodes = out.node_intervals_table(cluster_obj.intervals.rows, cluster_obj.machine_ids,
-                                         cap, price, spec.billing_s, run_id)
+                                         cap, price, spec.billing_s, run_id, types)
         out.write_table(nodes, tmp / out.NODE_INTERVALS)
         measured = {"from_s": window.start_s, "to_s": summary.end_s,
                     "drained": options.horizon_s is None}

@@ -206,11 +206,11 @@ class Simulation:
                     self.nm.step(self, at)
                 self.decisions.step(at)
                 scaled = self.cluster.autoscale(at, self.queue.req, self.queue.enter)
+                if self.cluster.drains:  # a cluster model that deletes busy nodes
+                    scaled += self.runs.scale_down(at)
                 if scaled:
                     self.events += scaled
                     self.last_s = max(self.last_s, at)
-                if self.cluster.drains:  # a cluster model that deletes busy nodes
-                    self._scale_down(at)
             self.now = at
             self.points += 1
             if self.on_progress is not None and self.points % PROGRESS_EVERY == 0:
@@ -222,18 +222,6 @@ class Simulation:
                           self.gangs.held if self.gangs is not None else 0,
                           self.gpus.held if self.gpus is not None else 0,
                           self.models.held if self.models is not None else 0)
-
-    def _scale_down(self, at: float) -> None:
-        """Delete the nodes the cluster model's scale-down chose: their pods are evicted
-        first (re-queued, their run lost, counted as evictions)."""
-        t = self.tasks
-        running = t.in_state(RUNNING)
-        for node in self.cluster.scale_down(at, t.node[running], t.req[running]).tolist():
-            evicted = int(np.count_nonzero(t.node[running] == node))
-            self.runs.evict_node(at, node)
-            self.cluster.remove(at, node, evicted)
-            self.events += 1
-            self.last_s = max(self.last_s, at)
 
     def _done(self) -> bool:
         """Every task accounted for and, up to a horizon, no node event left before it."""

@@ -183,3 +183,17 @@ class RunStops:
         if sim.nm is not None:
             self.back_to_rm(at, sim.nm.take_queued(node))
             sim.nm.sync(sim, node)
+
+    def scale_down(self, at: float) -> int:
+        """Delete the busy nodes a draining cluster model's scale-down chose (Cluster
+        Autoscaler's): their pods are evicted first (re-queued, their run lost, counted as
+        evictions), then the cluster removes the node.  Returns how many were deleted."""
+        sim = self.sim
+        t = sim.tasks
+        running = t.in_state(RUNNING)
+        chosen = sim.cluster.scale_down(at, t.node[running], t.req[running]).tolist()
+        for node in chosen:
+            evicted = int(np.count_nonzero(t.node[running] == node))
+            self.evict_node(at, node)
+            sim.cluster.remove(at, node, evicted)
+        return len(chosen)

@@ -93,6 +93,9 @@ class ClusterAutoscaler:
     def instance_caps(self) -> np.ndarray:
         return self.pool.instance_caps()
 
+    def instance_types(self) -> list[str]:
+        return self.pool.instance_types()
+
     def close(self, end_s: float) -> None:
         self.pool.close(end_s)
 

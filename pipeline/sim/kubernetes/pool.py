@@ -86,5 +86,9 @@ class TypedPool:
         """Allocatable (cpu, mem, gpu) of every instance so far, (instances, 3)."""
         return self.type_cap[np.asarray(self.instance_type, dtype=np.int64)].reshape(-1, 3)
 
+    def instance_types(self) -> list[str]:
+        """The instance type of every instance so far."""
+        return [self.names[typ] for typ in self.instance_type]
+
     def close(self, end_s: float) -> None:
         self.intervals.close_all(end_s)

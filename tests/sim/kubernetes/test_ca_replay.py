@@ -62,3 +62,26 @@ def test_delay_after_add_outlasts_a_short_unneeded_time(trace: Path, tmp_path: P
 def test_a_bad_flag_is_one_line(trace: Path, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="n16"):
         _replay(trace, tmp_path / "r", "--nodes=0:3:n16")
+
+
+def test_cost_per_instance_type_in_the_warehouse(trace: Path, tmp_path: Path) -> None:
+    from pipeline.warehouse import load, sql
+
+    _, _, metrics = _replay(trace, tmp_path / "r",
+                            "--nodes=0:1:n4 --nodes=0:2:n8 --expander=price")
+    # the 0 s loop: price prefers one n4 (unfitness 4 against 8) for b; a fits no room
+    # left there, so the 10 s loop buys an n8 (n4 is at its maximum).  a starts on the n4
+    # at 120 s, which is deleted at 820 s; b runs on the n8 from 130 s to the window's end
+    nodes = pl.read_parquet(tmp_path / "r" / "node_intervals.parquet").sort("machine_id")
+    assert nodes["instance_type"].to_list() == ["n4", "n8"]
+    assert nodes["up_s"].to_list() == [0.0, 10.0]
+    assert nodes["down_s"].to_list() == [820.0, 2000.0]
+    load([tmp_path / "r"], tmp_path / "w.duckdb")
+    _, rows = sql(tmp_path / "w.duckdb", "select instance_type, instances, node_hours, "
+                  "cost_usd, cost_share from instance_type_cost")
+    n8, n4 = 1990 / 3600 * 0.4, 820 / 3600 * 0.2
+    assert rows == [("n8", 1, pytest.approx(1990 / 3600), pytest.approx(n8),
+                     pytest.approx(n8 / (n8 + n4))),
+                    ("n4", 1, pytest.approx(820 / 3600), pytest.approx(n4),
+                     pytest.approx(n4 / (n8 + n4)))]
+    assert metrics["cost_usd"] == pytest.approx(n8 + n4)
