@@ -216,11 +216,12 @@ def replay(
     out: Annotated[Path, typer.Option(help="Run directory to write.")],
     set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help=(
         "KEY=VALUE policy parameter or cluster option (price_per_hour, billing, node_cpu, "
-        "node_mem, min_nodes, max_nodes, initial_nodes, boot_delay_s, upscale_wait_s, "
-        "idle_s); repeatable."))] = None,
+        "node_mem, min_nodes, max_nodes, idle_s, ...; cluster-autoscaler: catalog, "
+        "autoscaler_flags, vcpu_per_unit, gib_per_unit, safe_to_evict; every option: "
+        "`tracereplay policies`); repeatable."))] = None,
     seed: Annotated[int, typer.Option(help="Seed of the run's random generator.")] = 0,
-    cluster: Annotated[str, typer.Option(help="fixed (the trace's machines) or elastic.")
-                       ] = "fixed",
+    cluster: Annotated[str, typer.Option(
+        help="fixed (the trace's machines), elastic or cluster-autoscaler.")] = "fixed",
     horizon_s: Annotated[float | None, typer.Option(
         help="Stop at this time instead of the trace window's end (tasks still open end "
              "'unfinished').")] = None,
@@ -281,7 +282,8 @@ def bench(
     machines: Annotated[int, typer.Option(help="Nodes of the synthetic cluster.")] = 12_500,
     tasks: Annotated[int, typer.Option(help="Tasks of the synthetic workload.")] = 1_000_000,
     seed: Annotated[int, typer.Option(help="Seed of the synthetic workload.")] = 0,
-    cluster: Annotated[str, typer.Option(help="fixed or elastic.")] = "fixed",
+    cluster: Annotated[str, typer.Option(
+        help="fixed, elastic or cluster-autoscaler.")] = "fixed",
     set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE",
                                                    help="Policy or cluster option; repeatable.")
                     ] = None,

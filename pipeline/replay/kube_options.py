@@ -71,11 +71,20 @@ def kube_fields(vals: Mapping[str, Any], units: Mapping[str, str]) -> dict[str, 
     }
     probe = ClusterSpec(kind="cluster-autoscaler", **fields)
     _, ca, _ = resolve(probe)
+    fields["label"] = label(ca)
     fields["max_nodes"] = int(vals["max_nodes"] or sum(g.max_size for g in ca.groups))
     fields["catalog_sha256"] = file_sha256(Path(fields["catalog"]))
     if flags and Path(flags).is_file():
         fields["flags_sha256"] = file_sha256(Path(flags))
     return fields
+
+
+def label(ca: AutoscalerSettings) -> str:
+    """A short name for the cluster: its node groups' type (or how many types), the expander
+    chain unless the default, and whether pods block scale-down."""
+    types = ca.groups[0].name if len(ca.groups) == 1 else f"{len(ca.groups)} types"
+    expanders = "" if ca.expanders == ("random",) else " " + ",".join(ca.expanders)
+    return f"CA {types}{expanders}" + ("" if ca.safe_to_evict else ", no eviction")
 
 
 def build(spec: ClusterSpec, rng: np.random.Generator) -> ClusterAutoscaler:

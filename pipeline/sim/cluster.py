@@ -67,6 +67,8 @@ class ClusterSpec:
     vcpu_per_unit: float = 0.0
     gib_per_unit: float = 0.0
     safe_to_evict: bool = True
+    # what the report calls the cluster ("CA m5.2xlarge", "CA 4 types least-waste")
+    label: str = ""
 
     def to_dict(self) -> dict[str, object]:
         """The fields that matter for this kind of cluster (fixed: no template or scaling;
@@ -94,7 +96,7 @@ SPEED_FIELDS = ("slow_fraction", "slow_factor", "platform_speed")
 CONTENTION_FIELDS = ("contention_share", "contention_factor", "contention_mean_s")
 KUBE_KINDS = ("cluster-autoscaler",)
 KUBE_FIELDS = ("catalog", "catalog_sha256", "autoscaler_flags", "flags_sha256", "node_groups",
-               "vcpu_per_unit", "gib_per_unit", "safe_to_evict")
+               "vcpu_per_unit", "gib_per_unit", "safe_to_evict", "label")
 TEMPLATE_FIELDS = ("node_cpu", "node_mem", "node_gpu", "min_nodes", "initial_nodes",
                    "upscale_wait_s", "idle_s")
 ELASTIC_FIELDS = ("node_cpu", "node_mem", "node_gpu", "min_nodes", "max_nodes",

@@ -2,7 +2,7 @@
 -- `label` names what was replayed apart from the seed, for charts: the policy, the parameters
 -- whose values differ between the trace's runs of that policy (`policy k=v, k=v`; all of them
 -- are in `params_text`; an `opp_*` parameter, or `spec`/`spec_*` (speculative execution),
--- only where the run set it and its value differs between the runs that set it), the cluster mode unless fixed (`[elastic]`), and where two
+-- only where the run set it and its value differs between the runs that set it), the cluster mode unless fixed (`[elastic]`; a Kubernetes cluster's own label, `[CA m5.2xlarge]`), and where two
 -- different configurations would still look alike, a short hash of the configuration.
 -- `params` are the settings the run used (configuration files included; `runs.settings`
 -- says where each came from).  Metrics are over `measured_from_s`..`measured_to_s`: the
@@ -129,7 +129,8 @@ short_labels as (
         policy
             || case when varying_text = '' then '' else ' ' || varying_text end
             || case when coalesce(cluster_mode, 'fixed') = 'fixed' then ''
-                    else ' [' || cluster_mode || ']' end as short_label
+                    else ' [' || coalesce(nullif(cluster ->> 'label', ''), cluster_mode)
+                         || ']' end as short_label
     from described
 ),
 

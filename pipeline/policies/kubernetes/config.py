@@ -77,6 +77,15 @@ def settings(path: str | None, strategy: str | None, percentage: int | None,
     return Settings(profile, percentage)
 
 
+def file_strategy(path: str) -> tuple[str, bool]:
+    """The scoring strategy configuration file ``path`` sets, and whether it sets one
+    (False: the scheduler's default, LeastAllocated)."""
+    prof = _profile(_read(path), path)
+    fit = _mapping(_mapping(_plugin_args(prof, path).get(FIT), path, f"{FIT} args").get(
+        "scoringStrategy"), path, "scoringStrategy")
+    return str(fit.get("type", "LeastAllocated")), "type" in fit
+
+
 def _mapping(value: Any, where: str, field: str) -> dict[str, Any]:
     """``value`` as a mapping (absent: empty), else an error naming ``field``."""
     if value is None:

@@ -18,10 +18,11 @@ from typing import ClassVar
 import numpy as np
 
 from pipeline.policies.base import Param, PolicyBase
-from pipeline.policies.kubernetes.config import Settings, settings
+from pipeline.policies.kubernetes.config import FIT, Settings, file_strategy, settings
 from pipeline.policies.kubernetes.kernel import Cycle, Nodes, Pods, schedule
 from pipeline.policies.kubernetes.scoring import num_feasible_nodes_to_find, to_units
 from pipeline.policies.models import model_masks, pending_allow
+from pipeline.policies.settings import Setting, from_file
 from pipeline.sim.interface import ClusterInfo, Decisions, SchedView
 from pipeline.sim.needs import Needs
 
@@ -48,6 +49,17 @@ class KubeScheduler(PolicyBase):
                                                   "default; -1: the file's)", int, -1, 100),
         "max_pods": Param(110, "pods per node (kubelet maxPods)", int, 1, 100000),
     }
+
+    def file_settings(self) -> dict[str, Setting]:
+        """The scoring strategy the run used when ``scoring`` leaves it to the file or to
+        the scheduler's default (LeastAllocated), so the warehouse names it."""
+        if self.scoring:
+            return {}
+        if not self.config:
+            return {"scoring": {"value": "LeastAllocated", "source": "default"}}
+        kind, present = file_strategy(self.config)
+        return {"scoring": from_file(kind, self.config,
+                                     f"{FIT} args scoringStrategy.type", present)}
 
     def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
         super().setup(cluster, rng)

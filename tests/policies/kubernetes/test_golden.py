@@ -13,6 +13,7 @@ BalancedAllocation disabled, MostAllocated picks ``m0`` (62 vs 50).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -78,6 +79,12 @@ def test_configuration_file_sets_strategy_and_plugins(two_nodes: Path, tmp_path:
     cfg.write_text(MOST_ONLY)
     replay(two_nodes, "kube-scheduler", {"config": str(cfg)}, 0, tmp_path / "run")
     assert _runs(tmp_path / "run")["machine_id"].to_list() == ["m0"]  # 62 vs 50
+    # run.json names the strategy the file set (the warehouse's params show it)
+    used = json.loads((tmp_path / "run" / "run.json").read_text())["settings"]["scoring"]
+    assert used["value"] == "MostAllocated" and used["source"].startswith(str(cfg))
+    replay(two_nodes, "kube-scheduler", {}, 0, tmp_path / "plain")
+    used = json.loads((tmp_path / "plain" / "run.json").read_text())["settings"]["scoring"]
+    assert used == {"value": "LeastAllocated", "source": "default"}
 
 
 def test_configuration_errors_name_the_file_and_field(two_nodes: Path, tmp_path: Path) -> None:
