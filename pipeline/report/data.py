@@ -18,7 +18,7 @@ VIEWS = ("policy_summary", "cost_savings", "utilization_over_time", "fairness_vs
          "run_peaks", "locality_by_job_size")
 # views a warehouse loaded before they existed may lack (read as empty frames)
 OPTIONAL_VIEWS = ("opportunistic_effect", "speculation_effect", "gpu_inflation", "gpu_summary",
-                  "hpc_by_size")
+                  "hpc_by_size", "kubernetes_comparison", "instance_type_cost")
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,10 @@ class ReportData:
     gpu_summary: pl.DataFrame = field(default_factory=pl.DataFrame)
     # hpc_by_size: traces from SWF logs, per setting and job size class
     hpc: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # kubernetes_comparison: Kubernetes runs against their status quo; instance_type_cost:
+    # node-hours and cost per run and instance type
+    kubernetes: pl.DataFrame = field(default_factory=pl.DataFrame)
+    instance_types: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def has_queues(self) -> bool:
@@ -96,7 +100,8 @@ class ReportData:
                           maybe(self.distributions), maybe(self.queue_waits),
                           maybe(self.peaks), maybe(self.runs), maybe(self.locality_bins),
                           maybe(self.opportunistic), maybe(self.speculation),
-                          maybe(self.gpu_curve), maybe(self.gpu_summary), maybe(self.hpc))
+                          maybe(self.gpu_curve), maybe(self.gpu_summary), maybe(self.hpc),
+                          maybe(self.kubernetes), runs_of(self.instance_types))
         return restricted.with_short_labels()
 
     def with_short_labels(self) -> ReportData:
@@ -162,6 +167,8 @@ def read_report_data(db: Path, baseline: str) -> ReportData:
         gpu_curve=frames["gpu_inflation"],
         gpu_summary=frames["gpu_summary"],
         hpc=frames["hpc_by_size"],
+        kubernetes=frames["kubernetes_comparison"],
+        instance_types=frames["instance_type_cost"],
     )
 
 

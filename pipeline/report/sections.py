@@ -7,7 +7,8 @@
 4. The distributions of job completion and wait, the schedulers compared per cluster, the
    queues, data locality (traces with input data only), over-subscription (traces with
    opportunistic-container runs only: :mod:`.opportunistic`), speculation (traces with
-   speculative-execution runs only: :mod:`.speculation`), capacity over time,
+   speculative-execution runs only: :mod:`.speculation`), Kubernetes (traces with Cluster
+   Autoscaler runs only: :mod:`.kubernetes`), capacity over time,
    utilization, fairness, and the work left undone.
 5. Every run (folded away).
 Each section has at most one chart, a main table that fits the page (human column names,
@@ -24,6 +25,7 @@ from pipeline.report import (
     answer_charts,
     charts,
     hpc,
+    kubernetes,
     locality,
     locality_charts,
     opportunistic,
@@ -100,6 +102,7 @@ def trace_sections(data: ReportData, tolerance: float = 0.1) -> list[Section]:
     sections += oversubscription_sections(data, labels)
     sections += speculation_sections(data, labels)
     sections += hpc.hpc_sections(data, labels)
+    sections += kubernetes.kubernetes_sections(data)
     sections += capacity_sections(data, labels)
     sections.append(Section(
         "backlog", "Work not done", None,

@@ -168,6 +168,14 @@ COLUMNS: dict[str, tuple[str, Format]] = {
     "guaranteed_slowdown_p95": ("Guaranteed slowdown (p95)", times),
     "opp_queue_p50_s": ("NM queue wait p50", duration),
     "opp_queue_p95_s": ("NM queue wait p95", duration),
+    # Kubernetes (pipeline.report.kubernetes)
+    "scoring": ("Scoring", text),
+    "cluster_label": ("Autoscaler", text),
+    "k8s_saved_pct": ("Saved vs Kubernetes status quo", pct),
+    "evictions_scale_down": ("Pods evicted by scale-down", count),
+    "instance_type": ("Instance type", text),
+    "instances": ("Instances", count),
+    "cost_share": ("Share of cost", share),
     "run_id": ("Run", text),
     "params_text": ("Settings used", text),
 }
