@@ -4,7 +4,7 @@ Source: cluster-autoscaler-release-1.31: ``estimator/binpacking_estimator.go`` (
 by score cpu/node_cpu + mem/node_mem, largest first, each onto the first new node it fits,
 a new node opened when none fits, up to the group's room), ``expander/random``,
 ``expander/mostpods``, ``expander/waste/waste.go`` and ``expander/price/price.go`` with
-``preferred.go`` (formulas in ``docs/wip/cluster-autoscaler-plan.md``).  An ``--expander``
+``preferred.go`` (formulas in ``docs/families/cluster-autoscaler.md``).  An ``--expander``
 chain narrows the options expander by expander; more than one left is settled at random.
 """
 
