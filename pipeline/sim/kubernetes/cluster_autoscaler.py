@@ -29,28 +29,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.sim.cluster import BOOTING, UP, fits_some
+from pipeline.sim.cluster import BOOTING, UP
+from pipeline.sim.kubernetes.base import PoolCluster
 from pipeline.sim.kubernetes.drain import Snapshot, group_pods, removable
 from pipeline.sim.kubernetes.pool import TypedPool
 from pipeline.sim.kubernetes.scale_up import Groups, Option, choose, estimate
 from pipeline.sim.kubernetes.settings import AutoscalerSettings
 
 
-class ClusterAutoscaler:
+class ClusterAutoscaler(PoolCluster):
     """Node groups (one instance type each) scaled by Cluster Autoscaler's loop."""
 
     kind = "cluster-autoscaler"
-    n_racks = 0
-    drains = True
 
     def __init__(self, settings: AutoscalerSettings, pool: TypedPool, group_type: np.ndarray,
                  groups: Groups, unit: np.ndarray, boot_delay_s: float,
                  rng: np.random.Generator) -> None:
+        super().__init__(pool, pool.type_cap[np.asarray(group_type, dtype=np.int64)])
         self.settings = settings
-        self.pool = pool
-        self.nodes = pool.nodes
-        self.machine_ids = pool.machine_ids
-        self.intervals = pool.intervals
         self.group_type = np.asarray(group_type, dtype=np.int64)
         self.groups = groups  # in vCPU / GiB / GPUs, for the expanders
         self.unit = np.asarray(unit, dtype=np.float64)  # vCPU, GiB, 1 per trace unit
@@ -58,8 +54,6 @@ class ClusterAutoscaler:
         self.rng = rng
         sizes = [(g.min_size, g.max_size) for g in settings.groups]
         self.min_nodes = sum(lo for lo, _ in sizes)
-        self.max_nodes = len(self.nodes)
-        self.shapes = pool.type_cap[self.group_type]
         self._due = np.inf  # the loop the core was last told of
         self._loop_at = -np.inf
         self._scaled_up = False
@@ -70,37 +64,6 @@ class ClusterAutoscaler:
         for g, (lo, _) in enumerate(sizes):
             for _ in range(lo):
                 pool.provision(0.0, int(self.group_type[g]), ready_s=0.0)
-
-    # -- the core's cluster interface ------------------------------------------------
-    def next_event(self) -> float:
-        return self.pool.next_event()
-
-    def pop_event(self) -> tuple[float, int, bool]:
-        return self.pool.pop_event()
-
-    def node_up(self, t: float, node: int) -> None:
-        self.pool.node_up(t, node)
-
-    def node_down(self, t: float, node: int) -> None:  # pragma: no cover - never asked
-        raise AssertionError("Cluster Autoscaler's nodes are only deleted by scale-down")
-
-    def fits_some(self, req: np.ndarray) -> np.ndarray:
-        return fits_some(req, self.shapes)
-
-    def price_per_hour(self, instance: int) -> float:
-        return self.pool.price_per_hour(instance)
-
-    def instance_caps(self) -> np.ndarray:
-        return self.pool.instance_caps()
-
-    def instance_types(self) -> list[str]:
-        return self.pool.instance_types()
-
-    def close(self, end_s: float) -> None:
-        self.pool.close(end_s)
-
-    def run_metrics(self) -> dict[str, tuple[float, str]]:
-        return {name: (float(v), "count") for name, v in self.counts.items()}
 
     def next_check(self, now: float, pending_enter: np.ndarray) -> float:
         """The next loop (the next multiple of the scan interval after ``now``), while one
