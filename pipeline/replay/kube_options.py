@@ -1,5 +1,6 @@
 """Cluster options of the Kubernetes cluster models, resolved and checked, and the cluster
-they build (:class:`pipeline.sim.kubernetes.cluster_autoscaler.ClusterAutoscaler`).
+they build (:class:`pipeline.sim.kubernetes.cluster_autoscaler.ClusterAutoscaler`,
+:class:`pipeline.sim.kubernetes.karpenter.Karpenter`).
 
 Node groups come from the flags' ``--nodes=MIN:MAX:TYPE``, else from ``node_groups`` (each
 type 0..``max_nodes``).  ``max_nodes`` (default: the groups' maxima summed) is the number of
@@ -19,12 +20,14 @@ import numpy as np
 from pipeline.errors import UsageError
 from pipeline.replay.autoscaler_flags import read_flags, settings
 from pipeline.replay.catalog import Catalog, capacities, prices, read_catalog
+from pipeline.replay.nodepool import read_nodepool
 from pipeline.replay.param_files import file_sha256
 from pipeline.sim.cluster import ClusterSpec
 from pipeline.sim.kubernetes.cluster_autoscaler import ClusterAutoscaler
+from pipeline.sim.kubernetes.karpenter import Karpenter
 from pipeline.sim.kubernetes.pool import TypedPool
 from pipeline.sim.kubernetes.scale_up import Groups
-from pipeline.sim.kubernetes.settings import AutoscalerSettings, NodeGroup
+from pipeline.sim.kubernetes.settings import AutoscalerSettings, NodeGroup, NodePool
 
 
 def _per_unit(given: float | None, text: str | None, table: dict[str, float], key: str) -> float:
@@ -54,29 +57,42 @@ def resolve(spec: ClusterSpec) -> tuple[Catalog, AutoscalerSettings, tuple[str, 
     return catalog, ca, ignored
 
 
-def kube_fields(vals: Mapping[str, Any], units: Mapping[str, str]) -> dict[str, Any]:
-    """The ClusterSpec fields of a cluster-autoscaler cluster (files read and checked now,
-    so a mistake stops the run before it starts)."""
-    flags = str(vals["autoscaler_flags"] or "")
+def kube_fields(kind: str, vals: Mapping[str, Any], units: Mapping[str, str]) -> dict[str, Any]:
+    """The ClusterSpec fields of a Kubernetes cluster (``cluster-autoscaler`` or
+    ``karpenter``; files read and checked now, so a mistake stops the run before it starts)."""
     fields: dict[str, Any] = {
-        "catalog": str(vals["catalog"]), "autoscaler_flags": flags,
-        "node_groups": str(vals["node_groups"]), "boot_delay_s": vals["boot_delay_s"],
+        "catalog": str(vals["catalog"]), "boot_delay_s": vals["boot_delay_s"],
         "vcpu_per_unit": _per_unit(vals["vcpu_per_unit"], units.get("cpu"),
                                    {"core": 1.0, "vcpu": 1.0}, "vcpu_per_unit"),
         "gib_per_unit": _per_unit(vals["gib_per_unit"], units.get("mem"),
                                   {"gib": 1.0, "gb": 1.0, "mib": 1 / 1024, "mb": 1 / 1024},
                                   "gib_per_unit"),
         "max_nodes": int(vals["max_nodes"] or 1000),
-        "safe_to_evict": bool(vals["safe_to_evict"]),
     }
+    fields["catalog_sha256"] = file_sha256(Path(fields["catalog"])) if Path(
+        fields["catalog"]).is_file() else ""
+    if kind == "karpenter":
+        path = str(vals["nodepool"] or "")
+        pool = read_nodepool(path, read_catalog(fields["catalog"]))
+        fields |= {"nodepool": path, "label": karpenter_label(pool),
+                   "nodepool_sha256": file_sha256(Path(path)) if path else ""}
+        return fields
+    flags = str(vals["autoscaler_flags"] or "")
+    fields |= {"autoscaler_flags": flags, "node_groups": str(vals["node_groups"]),
+               "safe_to_evict": bool(vals["safe_to_evict"])}
     probe = ClusterSpec(kind="cluster-autoscaler", **fields)
     _, ca, _ = resolve(probe)
     fields["label"] = label(ca)
     fields["max_nodes"] = int(vals["max_nodes"] or sum(g.max_size for g in ca.groups))
-    fields["catalog_sha256"] = file_sha256(Path(fields["catalog"]))
     if flags and Path(flags).is_file():
         fields["flags_sha256"] = file_sha256(Path(flags))
     return fields
+
+
+def karpenter_label(pool: NodePool) -> str:
+    """``Karpenter 12 types WhenEmptyOrUnderutilized`` (the pool's types and policy)."""
+    n = int(pool.allowed.sum())
+    return f"Karpenter {n} type{'s' if n != 1 else ''} {pool.policy}"
 
 
 def label(ca: AutoscalerSettings) -> str:
@@ -87,8 +103,16 @@ def label(ca: AutoscalerSettings) -> str:
     return f"CA {types}{expanders}" + ("" if ca.safe_to_evict else ", no eviction")
 
 
-def build(spec: ClusterSpec, rng: np.random.Generator) -> ClusterAutoscaler:
-    """The Cluster Autoscaler cluster of ``spec``."""
+def build(spec: ClusterSpec, rng: np.random.Generator) -> ClusterAutoscaler | Karpenter:
+    """The Kubernetes cluster of ``spec``."""
+    if spec.kind == "karpenter":
+        catalog = read_catalog(spec.catalog)
+        pool = read_nodepool(spec.nodepool, catalog)
+        caps = capacities(catalog, spec.vcpu_per_unit, spec.gib_per_unit)
+        typed = TypedPool(tuple(t.name for t in catalog.types), caps, prices(catalog),
+                          spec.max_nodes)
+        return Karpenter(pool, typed, np.array([spec.vcpu_per_unit, spec.gib_per_unit, 1.0]),
+                         spec.boot_delay_s)
     catalog, ca, _ = resolve(spec)
     names = tuple(t.name for t in catalog.types)
     caps = capacities(catalog, spec.vcpu_per_unit, spec.gib_per_unit)

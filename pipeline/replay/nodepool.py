@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,38 +29,13 @@ import yaml
 from pipeline.errors import UsageError
 from pipeline.replay.autoscaler_flags import parse_duration
 from pipeline.replay.catalog import Catalog, InstanceType
+from pipeline.sim.kubernetes.settings import POLICIES, REASONS, Budget, NodePool
 
-POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
-REASONS = ("Empty", "Underutilized", "Drifted")
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 AWS = "karpenter.k8s.aws/"
 _QUANTITY = re.compile(r"^([0-9.]+)(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
 _SCALE = {None: 1.0, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2.0**10,
           "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
-
-
-@dataclass(frozen=True)
-class Budget:
-    """``nodes``: a count, or a percent of the pool's nodes when ``percent``; ``reasons``:
-    the disruption reasons it limits (empty: all)."""
-
-    nodes: float
-    percent: bool
-    reasons: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class NodePool:
-    """What a replay needs of one NodePool: the catalog types it may launch (mask over the
-    catalog), its limits (vCPUs, GiB; inf: none) and its disruption settings."""
-
-    name: str
-    allowed: np.ndarray
-    limit_cpu: float = math.inf
-    limit_gib: float = math.inf
-    policy: str = "WhenEmptyOrUnderutilized"
-    consolidate_after_s: float = 0.0
-    budgets: tuple[Budget, ...] = (Budget(10.0, True),)
 
 
 def read_nodepool(path: str | None, catalog: Catalog) -> NodePool:

@@ -27,7 +27,7 @@ from pipeline.sim.cluster import ClusterSpec
 from pipeline.sim.core import READ_MB_S
 from pipeline.sim.tasks import INPUT_WIDTH
 
-CLUSTER_KINDS = ("fixed", "elastic", "cluster-autoscaler")
+CLUSTER_KINDS = ("fixed", "elastic", "cluster-autoscaler", "karpenter")
 BILLING_S = {"second": 1.0, "hour": 3600.0}
 
 CLUSTER_PARAMS: dict[str, Param] = {
@@ -73,7 +73,7 @@ CLUSTER_PARAMS: dict[str, Param] = {
     "contention_factor": Param(2.5, "how many times slower a machine runs while contended",
                                float, 1.0),
     "contention_mean_s": Param(600.0, "mean length of a contention period (s)", float, 1.0),
-    "catalog": Param("configs/instance-types-aws.csv", "cluster-autoscaler: the priced "
+    "catalog": Param("configs/instance-types-aws.csv", "cluster-autoscaler, karpenter: the priced "
                      "instance types (CSV or YAML, pipeline.replay.catalog)", str),
     "autoscaler_flags": Param("", "cluster-autoscaler: Cluster Autoscaler's flags, a file "
                               "or the flags themselves (--expander=least-waste ...)", str),
@@ -82,10 +82,13 @@ CLUSTER_PARAMS: dict[str, Param] = {
                          str),
     "safe_to_evict": Param(True, "cluster-autoscaler: pods may be evicted to drain a node "
                            "(false: every pod annotated safe-to-evict: \"false\")", bool),
-    "vcpu_per_unit": Param(None, "cluster-autoscaler: vCPUs in one trace cpu unit (default: "
-                           "1 for a trace in cores)", float, 1e-9),
-    "gib_per_unit": Param(None, "cluster-autoscaler: GiB in one trace memory unit (default: "
-                          "1 for GiB, 1/1024 for MiB)", float, 1e-12),
+    "nodepool": Param("", "karpenter: a NodePool YAML (karpenter.sh/v1; default: every "
+                      "catalog type, WhenEmptyOrUnderutilized, consolidateAfter 0s, budget "
+                      "10%)", str),
+    "vcpu_per_unit": Param(None, "cluster-autoscaler, karpenter: vCPUs in one trace cpu "
+                           "unit (default: 1 for a trace in cores)", float, 1e-9),
+    "gib_per_unit": Param(None, "cluster-autoscaler, karpenter: GiB in one trace memory "
+                          "unit (default: 1 for GiB, 1/1024 for MiB)", float, 1e-12),
 }
 LOCALITY_PARAMS = ("dfs", "block_mb", "replication", "rack_size", "node_mb_s", "rack_mb_s",
                    "core_mb_s")
@@ -93,6 +96,9 @@ SPEED_PARAMS = ("slow_fraction", "slow_factor", "platform_speed", "contention_sh
                 "contention_factor", "contention_mean_s")
 ELASTIC_ONLY = {"node_cpu", "node_mem", "node_gpu", "min_nodes", "max_nodes",
                 "initial_nodes", "boot_delay_s", "upscale_wait_s", "idle_s"}
+# options of the Kubernetes cluster models: both, Cluster Autoscaler's, Karpenter's
+KUBE_SHARED = {"catalog", "vcpu_per_unit", "gib_per_unit"}
+KARPENTER_ONLY = {"nodepool"}
 KUBE_ONLY = {"catalog", "autoscaler_flags", "node_groups", "vcpu_per_unit", "gib_per_unit",
              "safe_to_evict"}
 # what a cluster-autoscaler cluster takes of the elastic options
@@ -151,12 +157,16 @@ def cluster_spec(kind: str, options: Mapping[str, Any] | None, cap: np.ndarray,
     if unknown:
         raise UsageError(f"unknown cluster option '{unknown[0]}' (options: "
                          f"{', '.join(CLUSTER_PARAMS)})")
-    if kind != "cluster-autoscaler" and set(raw) & KUBE_ONLY:
-        raise UsageError(f"cluster option '{sorted(set(raw) & KUBE_ONLY)[0]}' applies to the "
-                         "cluster-autoscaler cluster only")
-    if kind == "cluster-autoscaler" and set(raw) & (ELASTIC_ONLY - KUBE_ELASTIC):
+    own = {"cluster-autoscaler": KUBE_ONLY, "karpenter": KUBE_SHARED | KARPENTER_ONLY}
+    foreign = (KUBE_ONLY | KARPENTER_ONLY) - own.get(kind, set())
+    if set(raw) & foreign:
+        key = sorted(set(raw) & foreign)[0]
+        owner = "karpenter" if key in KARPENTER_ONLY else (
+            "cluster-autoscaler" if key not in KUBE_SHARED else "cluster-autoscaler and karpenter")
+        raise UsageError(f"cluster option '{key}' applies to the {owner} cluster only")
+    if kind in own and set(raw) & (ELASTIC_ONLY - KUBE_ELASTIC):
         raise UsageError(f"cluster option '{sorted(set(raw) & (ELASTIC_ONLY - KUBE_ELASTIC))[0]}'"
-                         " does not apply to cluster-autoscaler (its node groups say)")
+                         f" does not apply to {kind} (its node groups or NodePool say)")
     if kind == "fixed" and set(raw) & ELASTIC_ONLY:
         raise UsageError(f"cluster option '{sorted(set(raw) & ELASTIC_ONLY)[0]}' applies to "
                          "the elastic cluster only")
@@ -170,10 +180,10 @@ def cluster_spec(kind: str, options: Mapping[str, Any] | None, cap: np.ndarray,
               **{k: vals[k] for k in LOCALITY_PARAMS}, **{k: vals[k] for k in SPEED_PARAMS}}
     if kind == "fixed":
         return ClusterSpec(**common)
-    if kind == "cluster-autoscaler":
+    if kind in ("cluster-autoscaler", "karpenter"):
         from pipeline.replay.kube_options import kube_fields
 
-        return ClusterSpec(**common, **kube_fields(vals, units))
+        return ClusterSpec(**common, **kube_fields(kind, vals, units))
     return ClusterSpec(**common, **_elastic(vals, cap, units))
 
 

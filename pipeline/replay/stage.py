@@ -44,6 +44,7 @@ from pipeline.replay.source import TraceInput, Window
 from pipeline.replay.speeds import contention_changes, machine_speeds
 from pipeline.replay.version import code_version
 from pipeline.sim import ClusterSpec, ElasticCluster, FixedCluster, SimOptions, Simulation
+from pipeline.sim.cluster import KUBE_KINDS
 from pipeline.sim.contention import SpeedChanges
 from pipeline.sim.core import READ_MB_S
 from pipeline.sim.tasks import RecordChunk
@@ -99,7 +100,7 @@ def build_cluster(spec: ClusterSpec, trace: TraceInput, racks: np.ndarray | None
     """The fixed cluster of the trace's machines, or an elastic one from the template
     (``racks``: rack codes per machine, default the trace's), with the machine speeds the
     run asks for (:mod:`pipeline.replay.speeds`; ``seed`` picks the slowed machines)."""
-    if spec.kind == "cluster-autoscaler":
+    if spec.kind in KUBE_KINDS:
         from pipeline.replay.kube_options import build
 
         return build(spec, np.random.default_rng(np.random.SeedSequence([seed, 41])))
@@ -177,7 +178,7 @@ def replay(trace_dir: Path | str, policy: str, params: Mapping[str, Any] | None 
                     "drained": options.horizon_s is None}
         nm = sim.nm.counts if sim.nm is not None else {}
         extra = {**sim.policy.run_metrics(),
-                 **(sim.cluster.run_metrics() if spec.kind == "cluster-autoscaler" else {}),
+                 **(sim.cluster.run_metrics() if spec.kind in KUBE_KINDS else {}),
                  **({"opp_rejected": (float(nm["rejected"]), "count"),
                      "nm_utilization_checks": (float(nm["checks"]), "count"),
                      "opp_reclaims_guaranteed": (float(nm["killed_guaranteed"]
@@ -332,7 +333,7 @@ def _gpu_devices(spec: ClusterSpec, trace: TraceInput,
     """GPU devices per node slot: the trace's machines' counts, or the elastic template's."""
     if spec.kind == "fixed":
         counts = trace.machine_cap()[:, 2]
-    elif spec.kind == "cluster-autoscaler":
+    elif spec.kind in KUBE_KINDS:
         return None  # GPUs counted per node, not per device, on typed nodes (for now)
     else:
         counts = np.full(len(cluster.machine_ids), float(cluster.template[2]))
@@ -355,7 +356,7 @@ def _cluster_total(spec: ClusterSpec, trace: TraceInput,
     """The cluster's (cpu, mem, gpu) for queue shares: all machines, or max_nodes templates."""
     if spec.kind == "fixed":
         return trace.machine_cap().sum(axis=0)
-    if spec.kind == "cluster-autoscaler":
+    if spec.kind in KUBE_KINDS:
         return np.asarray(cluster.shapes.max(axis=0)) * float(cluster.max_nodes or 0)
     return np.asarray(cluster.template, dtype=np.float64) * float(cluster.max_nodes or 0)
 

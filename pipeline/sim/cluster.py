@@ -13,6 +13,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 ABSENT, BOOTING, UP, DOWN = 0, 1, 2, 3
+# up and billed, running its tasks but taking no new ones (Karpenter's
+# karpenter.sh/disrupted:NoSchedule taint on a node it is about to replace)
+CORDONED = 4
 FIT_EPS = 1e-9
 
 
@@ -67,6 +70,8 @@ class ClusterSpec:
     vcpu_per_unit: float = 0.0
     gib_per_unit: float = 0.0
     safe_to_evict: bool = True
+    nodepool: str = ""  # Karpenter's NodePool file
+    nodepool_sha256: str = ""
     # what the report calls the cluster ("CA m5.2xlarge", "CA 4 types least-waste")
     label: str = ""
 
@@ -80,7 +85,11 @@ class ClusterSpec:
             fields = {k: v for k, v in fields.items() if k not in CONTENTION_FIELDS}
         if self.kind not in KUBE_KINDS:
             fields = {k: v for k, v in fields.items() if k not in KUBE_FIELDS}
+        elif self.kind == "karpenter":
+            fields = {k: v for k, v in fields.items() if k not in CA_FIELDS}
         else:
+            fields = {k: v for k, v in fields.items() if k not in KARPENTER_FIELDS}
+        if self.kind in KUBE_KINDS:
             fields = {k: v for k, v in fields.items() if k not in TEMPLATE_FIELDS}
         if self.kind == "fixed":
             return {k: v for k, v in fields.items() if k not in ELASTIC_FIELDS}
@@ -94,9 +103,12 @@ class ClusterSpec:
 
 SPEED_FIELDS = ("slow_fraction", "slow_factor", "platform_speed")
 CONTENTION_FIELDS = ("contention_share", "contention_factor", "contention_mean_s")
-KUBE_KINDS = ("cluster-autoscaler",)
+KUBE_KINDS = ("cluster-autoscaler", "karpenter")
+CA_FIELDS = ("autoscaler_flags", "flags_sha256", "node_groups", "safe_to_evict")
+KARPENTER_FIELDS = ("nodepool", "nodepool_sha256")
 KUBE_FIELDS = ("catalog", "catalog_sha256", "autoscaler_flags", "flags_sha256", "node_groups",
-               "vcpu_per_unit", "gib_per_unit", "safe_to_evict", "label")
+               "vcpu_per_unit", "gib_per_unit", "safe_to_evict", "label", "nodepool",
+               "nodepool_sha256")
 TEMPLATE_FIELDS = ("node_cpu", "node_mem", "node_gpu", "min_nodes", "initial_nodes",
                    "upscale_wait_s", "idle_s")
 ELASTIC_FIELDS = ("node_cpu", "node_mem", "node_gpu", "min_nodes", "max_nodes",
@@ -130,7 +142,11 @@ class NodeState:
 
     def n_provisioned(self) -> int:
         """Nodes billed now (booting or up)."""
-        return int(np.count_nonzero((self.state == BOOTING) | (self.state == UP)))
+        return int(np.count_nonzero(self.live()))
+
+    def live(self) -> np.ndarray:
+        """Node slots billed now: booting, up or cordoned."""
+        return (self.state == BOOTING) | (self.state == UP) | (self.state == CORDONED)
 
     def bring_up(self, t: float, node: int) -> None:
         """Mark ``node`` up and empty at time ``t``."""

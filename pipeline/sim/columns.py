@@ -83,7 +83,7 @@ class NodeCols(NamedTuple):
     - ``cap``: (n, 3) capacity; ``alloc``: (n, 3) held by guaranteed containers (the RM's
       accounting); ``oalloc``: (n, 3) held by opportunistic ones (the NodeManager's);
     - ``used``: (n, 2) cpu, mem in use; ``ncont``: containers running;
-    - ``state``: ``ABSENT``/``BOOTING``/``UP``/``DOWN``; ``speed``: machine speed (1.0:
+    - ``state``: ``ABSENT``/``BOOTING``/``UP``/``DOWN``/``CORDONED``; ``speed``: machine speed (1.0:
       the trace's reference); ``rack``: rack code (-1: none);
     - ``idle_since``: when the last container left; ``dirty``: changed since the policy's
       last look; ``instance``: the node's current incarnation (what records name);

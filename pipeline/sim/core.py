@@ -207,7 +207,10 @@ class Simulation:
                 self.decisions.step(at)
                 scaled = self.cluster.autoscale(at, self.queue.req, self.queue.enter)
                 if self.cluster.drains:  # a cluster model that deletes busy nodes
-                    scaled += self.runs.scale_down(at)
+                    drained = self.runs.scale_down(at)
+                    if drained:  # the evicted pods are placed again at once
+                        self.decisions.step(at)
+                    scaled += drained
                 if scaled:
                     self.events += scaled
                     self.last_s = max(self.last_s, at)

@@ -253,13 +253,14 @@ def _spec(trace: str, trace_dir: str, digest: str, policy: str, params: dict,
 
 def _cluster_file_digests(kind: str, options: Mapping[str, Any], root: Path) -> dict[str, str]:
     """sha256 of the files a cluster's options name (the instance catalog, Cluster
-    Autoscaler's flags file): editing one re-runs the runs that read it."""
-    if kind != "cluster-autoscaler":
+    Autoscaler's flags file, Karpenter's NodePool): editing one re-runs the runs that read
+    it."""
+    if kind not in ("cluster-autoscaler", "karpenter"):
         return {}
     from pipeline.replay.options import CLUSTER_PARAMS
 
     out = {}
-    for key in ("catalog", "autoscaler_flags"):
+    for key in ("catalog", "autoscaler_flags", "nodepool"):
         value = str(options.get(key, CLUSTER_PARAMS[key].default) or "")
         path = Path(value) if Path(value).is_absolute() else root / value
         if value and not value.lstrip().startswith("-") and path.is_file():

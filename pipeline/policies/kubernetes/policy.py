@@ -38,7 +38,8 @@ class KubeScheduler(PolicyBase):
     source = ("Kubernetes v1.31 pkg/scheduler: schedule_one.go, plugins/noderesources "
               "(fit.go, least/most_allocated.go, requested_to_capacity_ratio.go, "
               "balanced_allocation.go)")
-    clusters: ClassVar[tuple[str, ...]] = ("fixed", "elastic", "cluster-autoscaler")
+    clusters: ClassVar[tuple[str, ...]] = ("fixed", "elastic", "cluster-autoscaler",
+                                            "karpenter")
     PARAMS: ClassVar[dict[str, Param]] = {
         "config": Param("", "path of a KubeSchedulerConfiguration YAML (its first or "
                             "default-scheduler profile)", str, file=True),

@@ -12,7 +12,7 @@ import heapq
 
 import numpy as np
 
-from pipeline.sim.cluster import ABSENT, BOOTING, UP, Intervals, NodeState
+from pipeline.sim.cluster import ABSENT, BOOTING, Intervals, NodeState
 
 
 class TypedPool:
@@ -65,8 +65,7 @@ class TypedPool:
 
     def size(self, typ: int) -> int:
         """Nodes of type ``typ`` provisioned now (booting or up)."""
-        live = (self.nodes.state == BOOTING) | (self.nodes.state == UP)
-        return int(np.count_nonzero(live & (self.slot_type == typ)))
+        return int(np.count_nonzero(self.nodes.live() & (self.slot_type == typ)))
 
     def next_event(self) -> float:
         """Time the next booting node becomes ready, or +inf."""

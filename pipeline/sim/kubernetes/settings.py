@@ -1,12 +1,17 @@
-"""What a Cluster Autoscaler runs with: its node groups and its flags' values (v1.31 defaults).
+"""What the Kubernetes cluster models run with: Cluster Autoscaler's node groups and flags
+(v1.31 defaults), and a Karpenter NodePool (``karpenter.sh/v1`` defaults).
 
-Source: kubernetes/autoscaler ``cluster-autoscaler/FAQ.md`` ("What are the parameters to
-CA?") and ``main.go`` of cluster-autoscaler-release-1.31.
+Sources: kubernetes/autoscaler ``cluster-autoscaler/FAQ.md`` ("What are the parameters to
+CA?") and ``main.go`` of cluster-autoscaler-release-1.31; kubernetes-sigs/karpenter v1.14
+``pkg/apis/v1/nodepool.go``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 EXPANDERS = ("random", "most-pods", "least-waste", "price")
 
@@ -41,3 +46,31 @@ class AutoscalerSettings:
     # the pods' cluster-autoscaler.kubernetes.io/safe-to-evict annotation: False ("false"
     # on every pod, as batch users set it) leaves only empty nodes to scale-down
     safe_to_evict: bool = True
+
+
+POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")  # consolidationPolicy
+REASONS = ("Empty", "Underutilized", "Drifted")  # disruption reasons budgets may name
+
+
+@dataclass(frozen=True)
+class Budget:
+    """``nodes``: a count, or a percent of the pool's nodes when ``percent``; ``reasons``:
+    the disruption reasons it limits (empty: all)."""
+
+    nodes: float
+    percent: bool
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodePool:
+    """What a replay needs of one NodePool: the catalog types it may launch (mask over the
+    catalog), its limits (vCPUs, GiB; inf: none) and its disruption settings."""
+
+    name: str
+    allowed: np.ndarray
+    limit_cpu: float = math.inf
+    limit_gib: float = math.inf
+    policy: str = "WhenEmptyOrUnderutilized"
+    consolidate_after_s: float = 0.0
+    budgets: tuple[Budget, ...] = (Budget(10.0, True),)
