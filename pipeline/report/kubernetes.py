@@ -1,7 +1,8 @@
 """The Kubernetes section of a trace's report: kube-scheduler's scoring strategies and
-Cluster Autoscaler's setups on priced instance types, against the status quo a platform
-team runs today (the default scheduler, LeastAllocated, with Cluster Autoscaler on one
-node group), at what cost, what pod scheduling latency and what evictions.
+Cluster Autoscaler's and Karpenter's setups on priced instance types, against the status
+quo a platform team runs today (the default scheduler, LeastAllocated, with Cluster
+Autoscaler on one node group), at what cost, what pod scheduling latency and what
+evictions.
 
 Rows come from the ``kubernetes_comparison`` view (one per run) and ``instance_type_cost``
 (one per run and instance type); settings run with several seeds are averaged.
@@ -20,32 +21,34 @@ from pipeline.report.section import Glance, Section
 from pipeline.report.tables import duration, readable, usd
 
 COLUMNS = ["setting", "node_hours", "cost_usd", "k8s_saved_pct",
-           "wait_p50_s", "wait_p95_s", "jct_p95_s", "evictions_scale_down",
+           "wait_p50_s", "wait_p95_s", "jct_p95_s", "pods_evicted",
            "wasted_task_s", "backlog_task_s"]
 MEANS = ["node_hours", "cost_usd", "cost_saved_pct", "wait_p50_s", "wait_p95_s",
-         "jct_p95_s", "evictions_scale_down", "wasted_task_s", "backlog_task_s",
+         "jct_p95_s", "pods_evicted", "wasted_task_s", "backlog_task_s",
          "nodes_added", "nodes_deleted", "status_quo_cost_usd", "status_quo_wait_p95_s"]
 TYPE_COLUMNS = ["setting", "instance_type", "instances", "node_hours", "cost_usd", "cost_share"]
 NOTE = (
-    "kube-scheduler (v1.31 scoring) with Cluster Autoscaler (v1.31 defaults unless the "
-    "setting says) buying the catalog's instance types at their list prices "
-    "(configs/instance-types-aws.csv). Status quo: LeastAllocated, the default, with one "
-    "node group and the default expander. Pod wait: submission to start (pods that need a "
-    "new node wait for its boot). Evictions: pods scale-down moved off the nodes it "
+    "kube-scheduler (v1.31 scoring) with Cluster Autoscaler (CA, v1.31 defaults unless the "
+    "setting says) or Karpenter (v1.14, its NodePool's consolidation policy), buying the "
+    "catalog's instance types at their list prices (configs/instance-types-aws.csv). "
+    "Status quo: LeastAllocated, the default, on CA with one node group and the default "
+    "expander. Pod wait: submission to start (pods that need a new node wait for its "
+    "boot). Evictions: pods on the nodes CA's scale-down or Karpenter's consolidation "
     "deleted; they restart from scratch elsewhere, so their run so far is work lost. "
     "'No eviction': every pod annotated cluster-autoscaler.kubernetes.io/safe-to-evict: "
-    "\"false\", so only empty nodes go. docs/families/kubernetes.md lists what is modelled.")
+    "\"false\", so only empty nodes go. docs/families/cluster-autoscaler.md and "
+    "karpenter.md list what is modelled.")
 HEIGHT_PER_SETTING = 26
 
 
 def kubernetes_sections(data: ReportData) -> list[Section]:
-    """The Kubernetes section, when the trace has Cluster Autoscaler runs."""
+    """The Kubernetes section, when the trace has Cluster Autoscaler or Karpenter runs."""
     if data.kubernetes.height == 0:
         return []
     rows = per_setting(data.kubernetes)
     types = per_type(data.instance_types, data.kubernetes)
     return [Section(
-        "kubernetes", "Kubernetes: scheduler scoring and Cluster Autoscaler",
+        "kubernetes", "Kubernetes: scheduler scoring and node autoscaling",
         cost_by_type_chart(types, rows) if types.height else None,
         readable(rows, COLUMNS), NOTE, lead=lead(rows), raw=rows,
         glance=glance(rows),
@@ -140,13 +143,13 @@ def _status_quo(rows: pl.DataFrame) -> dict[str, Any] | None:
 
 
 def _evictions(row: dict[str, Any], ref: dict[str, Any]) -> str:
-    """What scale-down did to pods in ``row``'s setting, against the status quo's."""
-    evicted, lost = row["evictions_scale_down"] or 0.0, (row["wasted_task_s"] or 0.0) / 3600
+    """What the autoscaler's deletions did to pods in ``row``'s setting, against the status
+    quo's."""
+    evicted, lost = row["pods_evicted"] or 0.0, (row["wasted_task_s"] or 0.0) / 3600
     if evicted == 0:
-        return "Its scale-down evicted no pod."
-    return (f"Its scale-down evicted {evicted:,.0f} pods, throwing away {lost:,.0f} "
-            f"task-hours of their runs (status quo: {ref['evictions_scale_down'] or 0:,.0f} "
-            "pods).")
+        return "Its node deletions evicted no pod."
+    return (f"Its node deletions evicted {evicted:,.0f} pods, throwing away {lost:,.0f} "
+            f"task-hours of their runs (status quo: {ref['pods_evicted'] or 0:,.0f} pods).")
 
 
 def _work_left(row: dict[str, Any], ref: dict[str, Any]) -> str:

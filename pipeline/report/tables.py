@@ -172,7 +172,7 @@ COLUMNS: dict[str, tuple[str, Format]] = {
     "scoring": ("Scoring", text),
     "cluster_label": ("Autoscaler", text),
     "k8s_saved_pct": ("Saved vs Kubernetes status quo", pct),
-    "evictions_scale_down": ("Pods evicted by scale-down", count),
+    "pods_evicted": ("Pods evicted by the autoscaler", count),
     "instance_type": ("Instance type", text),
     "instances": ("Instances", count),
     "cost_share": ("Share of cost", share),

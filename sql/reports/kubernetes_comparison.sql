@@ -1,11 +1,12 @@
--- Kubernetes runs (kube-scheduler on a Cluster Autoscaler cluster), each against the
+-- Kubernetes runs (kube-scheduler on a Cluster Autoscaler or Karpenter cluster), each against the
 -- status quo of its trace and seed: kube-scheduler's default scoring (LeastAllocated) with
 -- Cluster Autoscaler on one node group, its default expander and pods it may evict (the
 -- cheapest such run when there are several).  Per run: the scoring strategy, the cluster's
 -- label, node-hours, cost and the percent saved against the status quo, pod scheduling
--- latency (wait from submission to start: p50, p95), p95 job completion, what Cluster
--- Autoscaler did (scale-ups, nodes added and deleted, nodes drained, pods evicted by
--- scale-down), the task time those evictions threw away, and the work left undone.
+-- latency (wait from submission to start: p50, p95), p95 job completion, what the
+-- autoscaler did (nodes added and deleted; `pods_evicted`: by Cluster Autoscaler's
+-- scale-down or Karpenter's consolidation), the task time evictions threw away, and the
+-- work left undone.
 with summary as (
     select * from policy_summary
 ),
@@ -17,7 +18,9 @@ ca_metrics as (
         max(value) filter (where metric = 'nodes_added')          as nodes_added,
         max(value) filter (where metric = 'nodes_deleted')        as nodes_deleted,
         max(value) filter (where metric = 'nodes_drained')        as nodes_drained,
-        max(value) filter (where metric = 'evictions_scale_down') as evictions_scale_down
+        max(value) filter (where metric = 'evictions_scale_down') as evictions_scale_down,
+        max(value) filter (where metric = 'evictions_consolidation')
+            as evictions_consolidation
     from metrics
     group by run_id
 ),
@@ -31,7 +34,9 @@ kube as (
         summary.jct_p95_s, summary.tasks_finished, summary.backlog_task_s,
         summary.wasted_task_s,
         ca_metrics.scale_ups, ca_metrics.nodes_added, ca_metrics.nodes_deleted,
-        ca_metrics.nodes_drained, ca_metrics.evictions_scale_down,
+        ca_metrics.nodes_drained,
+        coalesce(ca_metrics.evictions_scale_down, ca_metrics.evictions_consolidation)
+            as pods_evicted,
         -- one node group, the default expander, evictable pods: 'CA <type>'
         regexp_full_match(coalesce(runs.cluster ->> 'label', ''), 'CA [^ ,]+')
             and coalesce(nullif(runs.params ->> 'scoring', ''), 'LeastAllocated') = 'LeastAllocated'
@@ -39,7 +44,7 @@ kube as (
     from summary
     join runs using (run_id)
     left join ca_metrics using (run_id)
-    where summary.cluster_mode = 'cluster-autoscaler'
+    where summary.cluster_mode in ('cluster-autoscaler', 'karpenter')
 ),
 
 reference as (

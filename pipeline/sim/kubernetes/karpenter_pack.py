@@ -59,6 +59,7 @@ def _pack(req, free, cap, price, allowed, room, max_new, where, claim_type):
     mask = np.zeros((max(n_pods, 1), n_types), dtype=np.bool_)
     claims = 0
     want = np.zeros(3)
+    count = np.zeros(max(n_pods, 1), dtype=np.int64)  # pods per claim
     for i in range(n_pods):
         for e in range(n_free):
             if _fits(req[i], free[e]):
@@ -68,7 +69,10 @@ def _pack(req, free, cap, price, allowed, room, max_new, where, claim_type):
                 break
         if where[i] >= 0:
             continue
-        for c in range(claims):
+        # claims with the fewest pods first (scheduler.go sorts them so before each pod)
+        order = np.argsort(count[:claims], kind="mergesort")
+        for j in range(claims):
+            c = order[j]
             for r in range(3):
                 want[r] = total[c, r] + req[i, r]
             ok = False
@@ -81,6 +85,7 @@ def _pack(req, free, cap, price, allowed, room, max_new, where, claim_type):
                     mask[c, t] = mask[c, t] and _fits(want, cap[t])
                 for r in range(3):
                     total[c, r] = want[r]
+                count[c] += 1
                 where[i] = n_free + c
                 break
         if where[i] >= 0 or claims == max_new:
@@ -95,6 +100,7 @@ def _pack(req, free, cap, price, allowed, room, max_new, where, claim_type):
         for r in range(3):
             total[claims, r] = req[i, r]
             room[r] -= cap[best, r]  # the limits count the claim at its cheapest type
+        count[claims] = 1
         where[i] = n_free + claims
         claims += 1
     for c in range(claims):

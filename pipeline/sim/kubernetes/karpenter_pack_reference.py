@@ -7,8 +7,9 @@ Source: kubernetes-sigs/karpenter v1.14 ``pkg/controllers/provisioning/schedulin
 
 1. Pods come in Karpenter's order (cpu descending, then memory).
 2. A pod goes to the first existing node (in the order given) with room for it.
-3. Otherwise to the first new NodeClaim that still has an instance-type option holding all
-   its pods plus this one; the claim's options narrow to those that do.
+3. Otherwise to the first new NodeClaim, fewest pods first (ties: the older first), that
+   still has an instance-type option holding all its pods plus this one; the claim's
+   options narrow to those that do.
 4. Otherwise a new NodeClaim opens (unless ``max_new`` claims are open already) with the
    pool's allowed types that hold the pod and fit what the pool's limits leave; the
    limits count it at its cheapest option.  No such type: the pod stays unplaced.
@@ -34,6 +35,7 @@ def pack(req: np.ndarray, free: np.ndarray, offer: Offer) -> Packing:
     price = [float(x) for x in offer.price]
     room = [float(x) for x in offer.room]
     claims: list[tuple[list[float], set[int]]] = []  # (requests so far, options)
+    members: list[int] = []  # pods per claim
     where = []
     for pod in np.asarray(req).reshape(-1, 3).tolist():
         node = next((e for e, r in enumerate(rooms) if _fits(pod, r)), None)
@@ -42,11 +44,14 @@ def pack(req: np.ndarray, free: np.ndarray, offer: Offer) -> Packing:
             where.append(node)
             continue
         joined = None
-        for c, (total, options) in enumerate(claims):
+        by_size = sorted(range(len(claims)), key=lambda c: (members[c], c))
+        for c in by_size:
+            total, options = claims[c]
             want = [a + b for a, b in zip(total, pod, strict=True)]
             holding = {t for t in options if _fits(want, caps[t])}
             if holding:
                 claims[c] = (want, holding)
+                members[c] += 1
                 joined = c
                 break
         if joined is not None:
@@ -63,6 +68,7 @@ def pack(req: np.ndarray, free: np.ndarray, offer: Offer) -> Packing:
         cheapest = min(options, key=lambda t: (price[t], t))
         room = [r - c for r, c in zip(room, caps[cheapest], strict=True)]
         claims.append((list(pod), options))
+        members.append(1)
         where.append(len(rooms) + len(claims) - 1)
     types = [min(options, key=lambda t: (price[t], t)) for _, options in claims]
     return Packing(np.array(where, dtype=np.int64), np.array(types, dtype=np.int64))
