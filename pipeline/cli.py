@@ -217,11 +217,12 @@ def replay(
     set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE", help=(
         "KEY=VALUE policy parameter or cluster option (price_per_hour, billing, node_cpu, "
         "node_mem, min_nodes, max_nodes, idle_s, ...; cluster-autoscaler: catalog, "
-        "autoscaler_flags, vcpu_per_unit, gib_per_unit, safe_to_evict; every option: "
-        "`tracereplay policies`); repeatable."))] = None,
+        "autoscaler_flags, vcpu_per_unit, gib_per_unit, safe_to_evict; karpenter: catalog, "
+        "nodepool, vcpu_per_unit, gib_per_unit; every option: `tracereplay policies`); "
+        "repeatable."))] = None,
     seed: Annotated[int, typer.Option(help="Seed of the run's random generator.")] = 0,
     cluster: Annotated[str, typer.Option(
-        help="fixed (the trace's machines), elastic or cluster-autoscaler.")] = "fixed",
+        help="fixed (the trace's machines), elastic, cluster-autoscaler or karpenter.")] = "fixed",
     horizon_s: Annotated[float | None, typer.Option(
         help="Stop at this time instead of the trace window's end (tasks still open end "
              "'unfinished').")] = None,
@@ -283,7 +284,7 @@ def bench(
     tasks: Annotated[int, typer.Option(help="Tasks of the synthetic workload.")] = 1_000_000,
     seed: Annotated[int, typer.Option(help="Seed of the synthetic workload.")] = 0,
     cluster: Annotated[str, typer.Option(
-        help="fixed, elastic or cluster-autoscaler.")] = "fixed",
+        help="fixed, elastic, cluster-autoscaler or karpenter.")] = "fixed",
     set_: Annotated[list[str] | None, typer.Option("--set", metavar="KEY=VALUE",
                                                    help="Policy or cluster option; repeatable.")
                     ] = None,

@@ -70,7 +70,11 @@ def read_nodepool(path: str | None, catalog: Catalog) -> NodePool:
         raise UsageError(f"must be one of {', '.join(POLICIES)} (got {policy!r})", p,
                          field="spec.disruption.consolidationPolicy")
     after = str(disruption.get("consolidateAfter", "0s"))
-    after_s = math.inf if after == "Never" else parse_duration(after, "consolidateAfter")
+    try:
+        after_s = math.inf if after == "Never" else parse_duration(after, "consolidateAfter")
+    except UsageError:
+        raise UsageError(f"not a duration or Never (got {after!r}; e.g. 0s, 5m, 1h)", p,
+                         field="spec.disruption.consolidateAfter") from None
     budgets = tuple(_budget(b, p, f"spec.disruption.budgets[{i}]") for i, b in enumerate(
         _list(disruption.get("budgets", [{"nodes": "10%"}]), p, "spec.disruption.budgets")))
     name = str(_mapping(doc.get("metadata"), p, "metadata").get("name", "default"))

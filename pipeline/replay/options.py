@@ -96,11 +96,11 @@ SPEED_PARAMS = ("slow_fraction", "slow_factor", "platform_speed", "contention_sh
                 "contention_factor", "contention_mean_s")
 ELASTIC_ONLY = {"node_cpu", "node_mem", "node_gpu", "min_nodes", "max_nodes",
                 "initial_nodes", "boot_delay_s", "upscale_wait_s", "idle_s"}
-# options of the Kubernetes cluster models: both, Cluster Autoscaler's, Karpenter's
+# the options of each Kubernetes cluster model (no other kind takes them)
 KUBE_SHARED = {"catalog", "vcpu_per_unit", "gib_per_unit"}
-KARPENTER_ONLY = {"nodepool"}
-KUBE_ONLY = {"catalog", "autoscaler_flags", "node_groups", "vcpu_per_unit", "gib_per_unit",
-             "safe_to_evict"}
+KUBE_OPTIONS = {"cluster-autoscaler": KUBE_SHARED | {"autoscaler_flags", "node_groups",
+                                                     "safe_to_evict"},
+                "karpenter": KUBE_SHARED | {"nodepool"}}
 # what a cluster-autoscaler cluster takes of the elastic options
 KUBE_ELASTIC = {"max_nodes", "boot_delay_s"}
 
@@ -157,14 +157,13 @@ def cluster_spec(kind: str, options: Mapping[str, Any] | None, cap: np.ndarray,
     if unknown:
         raise UsageError(f"unknown cluster option '{unknown[0]}' (options: "
                          f"{', '.join(CLUSTER_PARAMS)})")
-    own = {"cluster-autoscaler": KUBE_ONLY, "karpenter": KUBE_SHARED | KARPENTER_ONLY}
-    foreign = (KUBE_ONLY | KARPENTER_ONLY) - own.get(kind, set())
+    foreign = set().union(*KUBE_OPTIONS.values()) - KUBE_OPTIONS.get(kind, set())
     if set(raw) & foreign:
         key = sorted(set(raw) & foreign)[0]
-        owner = "karpenter" if key in KARPENTER_ONLY else (
-            "cluster-autoscaler" if key not in KUBE_SHARED else "cluster-autoscaler and karpenter")
-        raise UsageError(f"cluster option '{key}' applies to the {owner} cluster only")
-    if kind in own and set(raw) & (ELASTIC_ONLY - KUBE_ELASTIC):
+        owners = [k for k, opts in KUBE_OPTIONS.items() if key in opts]
+        raise UsageError(f"cluster option '{key}' applies to the {' and '.join(owners)} "
+                         f"cluster{'s' if len(owners) > 1 else ''} only")
+    if kind in KUBE_OPTIONS and set(raw) & (ELASTIC_ONLY - KUBE_ELASTIC):
         raise UsageError(f"cluster option '{sorted(set(raw) & (ELASTIC_ONLY - KUBE_ELASTIC))[0]}'"
                          f" does not apply to {kind} (its node groups or NodePool say)")
     if kind == "fixed" and set(raw) & ELASTIC_ONLY:
@@ -180,7 +179,7 @@ def cluster_spec(kind: str, options: Mapping[str, Any] | None, cap: np.ndarray,
               **{k: vals[k] for k in LOCALITY_PARAMS}, **{k: vals[k] for k in SPEED_PARAMS}}
     if kind == "fixed":
         return ClusterSpec(**common)
-    if kind in ("cluster-autoscaler", "karpenter"):
+    if kind in KUBE_OPTIONS:
         from pipeline.replay.kube_options import kube_fields
 
         return ClusterSpec(**common, **kube_fields(kind, vals, units))

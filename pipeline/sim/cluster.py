@@ -83,14 +83,11 @@ class ClusterSpec:
             fields = {k: v for k, v in fields.items() if k not in SPEED_FIELDS}
         if self.contention_share == 0:
             fields = {k: v for k, v in fields.items() if k not in CONTENTION_FIELDS}
-        if self.kind not in KUBE_KINDS:
-            fields = {k: v for k, v in fields.items() if k not in KUBE_FIELDS}
-        elif self.kind == "karpenter":
-            fields = {k: v for k, v in fields.items() if k not in CA_FIELDS}
-        else:
-            fields = {k: v for k, v in fields.items() if k not in KARPENTER_FIELDS}
-        if self.kind in KUBE_KINDS:
-            fields = {k: v for k, v in fields.items() if k not in TEMPLATE_FIELDS}
+        # a Kubernetes model has no template and only its own model's fields; other kinds
+        # have none of them
+        dropped = {"cluster-autoscaler": KARPENTER_FIELDS + TEMPLATE_FIELDS,
+                   "karpenter": CA_FIELDS + TEMPLATE_FIELDS}.get(self.kind, KUBE_FIELDS)
+        fields = {k: v for k, v in fields.items() if k not in dropped}
         if self.kind == "fixed":
             return {k: v for k, v in fields.items() if k not in ELASTIC_FIELDS}
         return fields
@@ -141,7 +138,7 @@ class NodeState:
         return len(self.state)
 
     def n_provisioned(self) -> int:
-        """Nodes billed now (booting or up)."""
+        """Nodes billed now (booting, up or cordoned)."""
         return int(np.count_nonzero(self.live()))
 
     def live(self) -> np.ndarray:

@@ -25,6 +25,22 @@ class PoolCluster:
         self.max_nodes = len(self.nodes)
         self.min_nodes = 0
         self.counts: dict[str, int] = {}
+        self._due = np.inf  # the loop the core was last told of
+
+    # -- the model's loop on a grid of ``step`` seconds -----------------------------------
+    def _next_loop(self, now: float, step: float, busy: bool) -> float:
+        """The next multiple of ``step`` after ``now`` while a loop could change something
+        (``busy``; else none), remembered as the loop due."""
+        if not busy:
+            self._due = np.inf
+        else:
+            self._due = float((np.floor(now / step) + 1.0) * step) if np.isfinite(now) else 0.0
+        return self._due
+
+    def _loop_runs(self, now: float, step: float) -> bool:
+        """Whether a loop runs at ``now``: the one the core was woken for, or one on the
+        grid (a scheduling point that falls on it)."""
+        return now >= self._due or now == np.floor(now / step) * step
 
     def next_event(self) -> float:
         return self.pool.next_event()

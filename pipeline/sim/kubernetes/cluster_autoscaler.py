@@ -54,7 +54,6 @@ class ClusterAutoscaler(PoolCluster):
         self.rng = rng
         sizes = [(g.min_size, g.max_size) for g in settings.groups]
         self.min_nodes = sum(lo for lo, _ in sizes)
-        self._due = np.inf  # the loop the core was last told of
         self._loop_at = -np.inf
         self._scaled_up = False
         self._last_up = self._last_delete = -np.inf
@@ -68,19 +67,14 @@ class ClusterAutoscaler(PoolCluster):
     def next_check(self, now: float, pending_enter: np.ndarray) -> float:
         """The next loop (the next multiple of the scan interval after ``now``), while one
         could change something; the loop then runs at the first point at or after it."""
-        if len(pending_enter) or self._since or self._under_used().any():
-            step = self.settings.scan_interval_s
-            self._due = float((np.floor(now / step) + 1.0) * step) if np.isfinite(now) else 0.0
-        else:
-            self._due = np.inf
-        return self._due
+        busy = bool(len(pending_enter) or self._since or self._under_used().any())
+        return self._next_loop(now, self.settings.scan_interval_s, busy)
 
     # -- the loop --------------------------------------------------------------------
     def autoscale(self, now: float, pending_req: np.ndarray, pending_enter: np.ndarray) -> int:
         """Run a loop when one is due: its scale-up part (scale-down: :meth:`scale_down`)."""
-        step = self.settings.scan_interval_s
-        if now < self._due and now != np.floor(now / step) * step:
-            return 0  # neither the loop the core was woken for nor one on the scan grid
+        if not self._loop_runs(now, self.settings.scan_interval_s):
+            return 0
         self._due = np.inf
         self._loop_at = now
         self._scaled_up = False

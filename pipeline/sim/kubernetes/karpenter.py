@@ -49,7 +49,6 @@ class Karpenter(PoolCluster):
         self.boot_delay_s = boot_delay_s
         limits = np.array([nodepool.limit_cpu, nodepool.limit_gib, np.inf]) / self.unit
         self.limits = limits  # in trace units
-        self._due = np.inf
         self._loop_at = -np.inf
         self._pending = 0
         self._last_change = np.zeros(len(self.nodes))  # a pod added or removed
@@ -65,19 +64,14 @@ class Karpenter(PoolCluster):
     def next_check(self, now: float, pending_enter: np.ndarray) -> float:
         """The next loop while something may change: pods pending, a move in flight, or a
         node that could be consolidated."""
-        busy = (len(pending_enter) or self._move is not None or self._replacing
-                or self.nodes.n_provisioned() > 0)
-        self._due = float((np.floor(now / LOOP_S) + 1.0) * LOOP_S) if busy and np.isfinite(
-            now) else (0.0 if busy else np.inf)
-        return self._due
-
-    def _on_loop(self, now: float) -> bool:
-        return now >= self._due or now == np.floor(now / LOOP_S) * LOOP_S
+        busy = bool(len(pending_enter) or self._move is not None or self._replacing
+                    or self.nodes.n_provisioned() > 0)
+        return self._next_loop(now, LOOP_S, busy)
 
     # -- provisioning ------------------------------------------------------------------
     def autoscale(self, now: float, pending_req: np.ndarray, pending_enter: np.ndarray) -> int:
         """Run a loop when one is due: provisioning (disruption: :meth:`scale_down`)."""
-        if not self._on_loop(now):
+        if not self._loop_runs(now, LOOP_S):
             return 0
         self._due = np.inf
         self._loop_at = now
@@ -124,9 +118,7 @@ class Karpenter(PoolCluster):
             self._move = None
             return self._execute(now, move, pool)
         if self._pending == 0:
-            self._move = self._find(now, pool)
-            if self._move is not None:
-                self._due = min(self._due, self._move[0] + VALIDATION_S)
+            self._move = self._find(now, pool)  # executed at the first loop 15 s on
         return np.zeros(0, dtype=np.int64)
 
     def _view(self, pod_node: np.ndarray, pod_req: np.ndarray) -> cons.Pool:

@@ -64,7 +64,7 @@ class TypedPool:
         self.slot_type[node] = -1
 
     def size(self, typ: int) -> int:
-        """Nodes of type ``typ`` provisioned now (booting or up)."""
+        """Nodes of type ``typ`` provisioned now (booting, up or cordoned)."""
         return int(np.count_nonzero(self.nodes.live() & (self.slot_type == typ)))
 
     def next_event(self) -> float:

@@ -110,3 +110,18 @@ def test_nodepool_errors_are_one_line(trace: Path, tmp_path: Path) -> None:
                cluster_options={"catalog": str(trace.parent / "catalog.csv"),
                                 "nodepool": str(bad), "vcpu_per_unit": 1.0,
                                 "gib_per_unit": 1.0})
+
+
+def test_a_bad_duration_and_a_foreign_option_are_one_line(trace: Path, tmp_path: Path) -> None:
+    bad = trace.parent / "after.yaml"
+    bad.write_text(NODEPOOL.format(policy="WhenEmpty", budget="2").replace(
+        "consolidateAfter: 0s", "consolidateAfter: 5"))
+    options = {"catalog": str(trace.parent / "catalog.csv"), "vcpu_per_unit": 1.0,
+               "gib_per_unit": 1.0}
+    with pytest.raises(UsageError, match=r"not a duration or Never") as err:
+        replay(trace, "kube-scheduler", {}, 0, tmp_path / "a", cluster="karpenter",
+               cluster_options={**options, "nodepool": str(bad)})
+    assert err.value.field == "spec.disruption.consolidateAfter"
+    with pytest.raises(UsageError, match="applies to the karpenter cluster only"):
+        replay(trace, "kube-scheduler", {}, 0, tmp_path / "b", cluster="cluster-autoscaler",
+               cluster_options={**options, "nodepool": str(bad)})
