@@ -143,3 +143,25 @@ def test_rack_local_is_allowed_once_the_wait_reaches_w1_exactly() -> None:
     assert got["level"][0] == 1  # RACK: the launched task's locality
     assert got["wait"][0] == 0.0
     assert got == run(delay_schedule_reference, c)
+
+
+def test_a_job_skipped_in_the_previous_call_waits_before_joining_a_skipped_run() -> None:
+    """Found by the differential test: job 0 was skipped at the previous call's last
+    heartbeat (t = -1), so at this call's first heartbeat with room (t = 0) it has waited
+    1 s = W1 + W2 and may launch anywhere.  Its task with data on node 0 is ready only at
+    t = 1, after a run of heartbeats at which no job could launch; at t = 1 node 1 (same
+    rack) takes it rack-local.  The kernel once computed the job's deadline before adding
+    that first second and skipped it."""
+    c = {"rack": np.array([0, 0, 0]), "free": np.zeros((3, 3)), "req": np.zeros((2, 3)),
+         "ready": np.array([1.0, 0.0]), "job": np.array([0, 0]),
+         "inputs": np.array([[0, -1], [-1, -1]]), "hb_node": np.array([0, 0, 0, 0, 0, 1]),
+         "hb_time": np.array([0.0, 0, 0, 0, 0, 1]), "allow": np.zeros(2, np.int64),
+         "bits": np.ones(3, np.int64), "shapes": False,
+         "running": np.zeros(N_CODES, np.int64), "skip": np.zeros(N_CODES, np.int64),
+         "level": np.zeros(N_CODES, np.int64), "wait": np.zeros(N_CODES),
+         "skipped": np.array([True] + [False] * (N_CODES - 1)), "rule": Rule(1, 0, 1.0, 0.0),
+         "last_hb": -1.0}
+    got = run(delay_schedule, c)
+    assert got["placed"] == [(1, 0), (0, 1)]
+    assert got["level"][0] == 1  # RACK
+    assert got == run(delay_schedule_reference, c)

@@ -106,6 +106,16 @@ def _allowed(level, wait, w1, w2):
     return ANY
 
 
+@helper
+def _accrue(s, wait, k, j):
+    """Settle job ``k``'s mark (code ``j``): a job skipped at a heartbeat waits the gap to
+    the next heartbeat with room, once that heartbeat has come."""
+    h = s.mark[k]
+    if h >= 0 and h < s.tally[N_HB] - 1:
+        wait[j] += s.hb_time[h + 1] - s.hb_time[h]
+        s.mark[k] = -1
+
+
 @njit(cache=True)
 def _fold(acc, s, order, jobs, mode):
     """Add what every waiting job accrued over all-skipped heartbeats to its own count."""
@@ -124,9 +134,8 @@ def _deadline(acc, s, order, jobs, rule):
     """Settle every mark; return the ``acc`` at which some waiting job would no longer be
     skipped (-inf: one already would not), and whether some job may launch rack-local."""
     _fold(acc, s, order, jobs, rule.mode)
-    n_in, eligible, mark, hb_time = s.n_in, s.eligible, s.mark, s.hb_time
+    n_in, eligible = s.n_in, s.eligible
     wait, level = jobs.wait, jobs.level
-    n_hb = s.tally[N_HB]
     best = np.inf
     rack_level = False
     for k in range(len(order)):
@@ -136,10 +145,7 @@ def _deadline(acc, s, order, jobs, rule):
         if rule.mode == 0:
             best = min(best, acc + rule.d - jobs.skip[j])
             continue
-        h = mark[k]
-        if h >= 0 and h < n_hb - 1:
-            wait[j] += hb_time[h + 1] - hb_time[h]
-            mark[k] = -1
+        _accrue(s, wait, k, j)
         if level[j] == ANY:
             return -np.inf, True
         rack_level = rack_level or level[j] == RACK
@@ -154,7 +160,7 @@ def _choose(s, offers, pending, jobs, rule, nd, tau):
     inputs), or (-1, ANY) when no job launches."""
     asks, order, skip, wait, level, mark = s.asks, pending.order, jobs.skip, jobs.wait, \
         jobs.level, s.mark
-    free, n_rack, hb_time, n_hb = offers.free, offers.n_rack, s.hb_time, s.tally[N_HB]
+    free, n_rack, n_hb = offers.free, offers.n_rack, s.tally[N_HB]
     rack = n_rack[nd]
     n_t = best_in(asks, s.node_lst, s.node_ptr[nd], s.node_ptr[nd + 1], nd, tau, s.local_best,
                   s.touched, 0)
@@ -179,10 +185,7 @@ def _choose(s, offers, pending, jobs, rule, nd, tau):
                 skip[j] += 1  # "j has an unlaunched task": skipped
                 continue
         else:
-            h = mark[k]
-            if h >= 0 and h < n_hb - 1:  # skipped at an earlier heartbeat: accrue
-                wait[j] += hb_time[h + 1] - hb_time[h]
-                mark[k] = -1
+            _accrue(s, wait, k, j)  # skipped at an earlier heartbeat
             allowed = _allowed(level[j], wait[j], rule.w1, rule.w2)
             if allowed >= RACK and rack >= 0:
                 if n_tr < 0:
@@ -286,7 +289,7 @@ def _fill(s, offers, pending, jobs, rule, nd, tau, out_req, out_node):
 def _settle(s, pending, jobs, rule, acc, prev):
     """End of call: fold a final run of skipped heartbeats, settle the marks (accrue where a
     later heartbeat came, else carry ``skipped`` to the next call) and clear ``slot``."""
-    order, mark, hb_time, wait = pending.order, s.mark, s.hb_time, jobs.wait
+    order, mark, wait = pending.order, s.mark, jobs.wait
     n_hb = s.tally[N_HB]
     if prev == 2:  # the jobs were all skipped at the last heartbeat
         _fold(acc, s, order, jobs, rule.mode)
@@ -295,11 +298,8 @@ def _settle(s, pending, jobs, rule, acc, prev):
                 mark[k] = n_hb - 1
     for k in range(len(order)):
         j = order[k]
-        h = mark[k]
-        if h >= 0 and h < n_hb - 1:
-            wait[j] += hb_time[h + 1] - hb_time[h]
-            h = -1
-        jobs.skipped[j] = h >= 0  # marked at the last heartbeat: accrues at the next call's
+        _accrue(s, wait, k, j)
+        jobs.skipped[j] = mark[k] >= 0  # marked at the last heartbeat: accrues next call
         jobs.slot[j] = -1
 
 
@@ -355,7 +355,9 @@ def _heartbeats(s, offers, pending, jobs, rule, last_hb, out_req, out_node):
                 j = order[k]
                 if mode == 0:
                     dl = min(dl, acc + rule.d - jobs.skip[j])
-                elif level[j] == ANY:
+                    continue
+                _accrue(s, jobs.wait, k, j)  # a mark from the previous call: settle it first
+                if level[j] == ANY:
                     dl = -np.inf
                 else:
                     rack_level = rack_level or level[j] == RACK
