@@ -5,12 +5,17 @@ Source: kubernetes-sigs/karpenter v1.14 ``pkg/controllers/disruption`` (``emptin
 ``computeConsolidation``, ``balanced.go``) and its design ``designs/consolidation.md``:
 
 - A move takes candidate nodes away and simulates scheduling their pods
-  (:func:`.karpenter_pack.pack`, Karpenter's order) onto the other Ready nodes plus at most
-  one new node.  Every pod placed without a new node: *delete*.  With one: *replace*, valid
-  only when the new node's price is below the candidates' summed price.
+  (``SimulateScheduling``; :func:`.karpenter_pack.pack`, Karpenter's order) onto the other
+  nodes, initialized ones first, then booting ones, plus at most one new node.  The move
+  is valid when every pod is placed, none on a node still booting (not initialized).  No
+  new node: *delete*.  One: *replace*, valid only when the new node's price is below the
+  candidates' summed price.  (Karpenter adds the pending pods to the simulation; the
+  model runs consolidation only when none are pending: :mod:`.karpenter`.)
 - Candidates are Ready nodes of the pool, not already disrupted, whose pods last changed
-  ``consolidateAfter`` ago or more, in ascending disruption cost (1 per node plus 1 per
-  pod: ``EvictionCost`` of a pod without deletion cost or priority is 1).
+  ``consolidateAfter`` ago or more, by ``SavingsRatio`` descending: price over
+  ``RescheduleDisruptionCost`` (1 per node plus 1 per pod: ``EvictionCost`` of a pod
+  without deletion cost or priority is 1); slot order on ties (Go's ``sort.Slice`` leaves
+  them unspecified).
 - Emptiness deletes the empty candidates (reason ``Empty``).  Multi-node consolidation
   binary-searches the longest prefix of the first 100 candidates that one move removes;
   single-node consolidation tries the candidates one by one and takes the first valid
@@ -49,11 +54,13 @@ class Move:
 @dataclass(frozen=True)
 class Pool:
     """The cluster as consolidation sees it: per node slot ``free`` room (n, 3), ``ready``
-    (bool), ``price`` (USD per hour), ``pods`` per node (CSR ``start`` into ``req``); what
-    a new node may be (``offer``, without limits: a replacement frees more than it adds)."""
+    (bool), ``booting`` (bool: launched, not initialized), ``price`` (USD per hour),
+    ``pods`` per node (CSR ``start`` into ``req``); what a new node may be (``offer``,
+    without limits: a replacement frees more than it adds)."""
 
     free: np.ndarray
     ready: np.ndarray
+    booting: np.ndarray
     price: np.ndarray
     start: np.ndarray
     req: np.ndarray
@@ -64,21 +71,30 @@ class Pool:
         return np.concatenate(rows) if rows else np.zeros((0, 3))
 
     def cost(self, node: int) -> float:
-        """Disruption cost: 1 for the node, 1 per pod."""
+        """``RescheduleDisruptionCost``: 1 for the node, 1 per pod."""
         return 1.0 + float(self.start[node + 1] - self.start[node])
+
+    def savings_ratio(self, node: int) -> float:
+        """``SavingsRatio``: the node's price per unit of disruption cost."""
+        return float(self.price[node]) / self.cost(node)
 
 
 def simulate(pool: Pool, nodes: tuple[int, ...], reason: str) -> Move | None:
     """The move that takes ``nodes`` away, or None when their pods would not all fit."""
     req = pool.pods_of(nodes)
-    req = req[karpenter_order(req)]
-    others = pool.ready.copy()
+    others = np.ones(len(pool.ready), dtype=bool)
     others[list(nodes)] = False
-    dest = np.flatnonzero(others)
+    # initialized nodes first, then those still booting (slot order stands in for names)
+    dest = np.concatenate([np.flatnonzero(others & pool.ready),
+                           np.flatnonzero(others & pool.booting)])
     offer = pool.offer._replace(room=np.full(3, np.inf), max_new=1)
-    out = pack(req, pool.free[dest], offer)
-    if len(out.where) and (out.where < 0).any():
+    out = pack(req[karpenter_order(req)], pool.free[dest], offer)
+    where = out.where
+    if (where < 0).any():
         return None
+    on_node = where[where < len(dest)]
+    if pool.booting[dest[on_node]].any():
+        return None  # relies on a node not initialized yet
     price = float(pool.price[list(nodes)].sum())
     if len(out.claim_type) == 0:
         return Move(nodes, -1, price, reason)
