@@ -20,12 +20,18 @@ provisioned is released.
 
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 
 from pipeline.sim.binpack import FIT_EPS, first_fit
-from pipeline.sim.cluster import ABSENT, BOOTING, UP, ClusterSpec, Intervals, NodeState
+from pipeline.sim.cluster import (
+    ABSENT,
+    BOOTING,
+    UP,
+    BootQueue,
+    ClusterSpec,
+    Intervals,
+    NodeState,
+)
 
 
 def bins_needed(req: np.ndarray, template: np.ndarray, limit: int) -> int:
@@ -35,7 +41,7 @@ def bins_needed(req: np.ndarray, template: np.ndarray, limit: int) -> int:
     return int(first_fit(req, template, int(limit), placed, True))
 
 
-class ElasticCluster:
+class ElasticCluster(BootQueue):
     """Template nodes between ``min_nodes`` and ``max_nodes``, with boot delay and idle release."""
 
     kind = "elastic"
@@ -43,6 +49,7 @@ class ElasticCluster:
     n_racks = 0
 
     def __init__(self, spec: ClusterSpec) -> None:
+        super().__init__()
         self.spec = spec
         self.min_nodes = spec.min_nodes
         self.max_nodes = spec.max_nodes
@@ -52,8 +59,6 @@ class ElasticCluster:
         self.shapes = self.template[None, :]
         self.machine_ids: list[str] = []
         self.intervals = Intervals()
-        self._events: list[tuple[float, int, int]] = []
-        self._seq = 0
         for _ in range(spec.initial_nodes):
             node = self._provision(0.0, ready_s=0.0)
             self.nodes.bring_up(0.0, node)
@@ -68,17 +73,6 @@ class ElasticCluster:
         self.nodes.dirty[node] = True
         self.intervals.start(instance, t, ready_s)
         return node
-
-    def next_event(self) -> float:
-        """Time the next booting node becomes ready, or +inf."""
-        return self._events[0][0] if self._events else np.inf
-
-    def pop_event(self) -> tuple[float, int, bool]:
-        t, _, node = heapq.heappop(self._events)
-        return t, node, True
-
-    def node_up(self, t: float, node: int) -> None:
-        self.nodes.bring_up(t, node)
 
     def node_down(self, t: float, node: int) -> None:  # elastic nodes never fail
         raise AssertionError("elastic nodes are only released when idle")
@@ -102,11 +96,7 @@ class ElasticCluster:
         need = bins_needed(demand, self.template, room + booting) - booting
         for _ in range(min(need, room)):
             ready = now + self.spec.boot_delay_s
-            node = self._provision(now, ready)
-            # even with no boot delay the node comes up as an event, so the core makes
-            # another scheduling point for it
-            heapq.heappush(self._events, (ready, self._seq, node))
-            self._seq += 1
+            self.boot(self._provision(now, ready), ready)
         return max(0, min(need, room))
 
     def _downscale(self, now: float) -> int:

@@ -8,6 +8,7 @@ an autoscaler) lives in :mod:`pipeline.sim.autoscaler`.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -287,3 +288,32 @@ class FixedCluster:
 
     def close(self, end_s: float) -> None:
         self.intervals.close_all(end_s)
+
+
+class BootQueue:
+    """Nodes booting, kept by the time each becomes ready (ties in request order): the
+    boot events an elastic cluster model hands the core (``next_event``, ``pop_event``,
+    ``node_up``).  The model sets ``nodes``."""
+
+    nodes: NodeState
+
+    def __init__(self) -> None:
+        self._events: list[tuple[float, int, int]] = []
+        self._seq = 0
+
+    def boot(self, node: int, ready_s: float) -> None:
+        """``node`` becomes ready at ``ready_s`` (an event of its own, even with no delay,
+        so the core makes a scheduling point for it)."""
+        heapq.heappush(self._events, (ready_s, self._seq, node))
+        self._seq += 1
+
+    def next_event(self) -> float:
+        """Time the next booting node becomes ready, or +inf."""
+        return self._events[0][0] if self._events else np.inf
+
+    def pop_event(self) -> tuple[float, int, bool]:
+        t, _, node = heapq.heappop(self._events)
+        return t, node, True
+
+    def node_up(self, t: float, node: int) -> None:
+        self.nodes.bring_up(t, node)

@@ -8,18 +8,17 @@ later, as the elastic cluster's do (:mod:`pipeline.sim.autoscaler`).
 
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 
-from pipeline.sim.cluster import ABSENT, BOOTING, Intervals, NodeState
+from pipeline.sim.cluster import ABSENT, BOOTING, BootQueue, Intervals, NodeState
 
 
-class TypedPool:
+class TypedPool(BootQueue):
     """``n_slots`` node slots; types ``names`` with allocatable ``caps`` (T, 3) and ``prices``."""
 
     def __init__(self, names: tuple[str, ...], caps: np.ndarray, prices: np.ndarray,
                  n_slots: int) -> None:
+        super().__init__()
         self.names = names
         self.type_cap = np.asarray(caps, dtype=np.float64).reshape(-1, 3)
         self.type_price = np.asarray(prices, dtype=np.float64)
@@ -28,8 +27,6 @@ class TypedPool:
         self.machine_ids: list[str] = []
         self.instance_type: list[int] = []
         self.intervals = Intervals()
-        self._events: list[tuple[float, int, int]] = []
-        self._seq = 0
 
     def provision(self, t: float, typ: int, ready_s: float) -> int:
         """Buy a node of type ``typ`` at ``t`` in the lowest free slot; up at ``ready_s``."""
@@ -50,8 +47,7 @@ class TypedPool:
         if ready_s <= t:
             st.bring_up(t, node)
         else:
-            heapq.heappush(self._events, (ready_s, self._seq, node))
-            self._seq += 1
+            self.boot(node, ready_s)
         return node
 
     def remove(self, t: float, node: int) -> None:
@@ -66,17 +62,6 @@ class TypedPool:
     def size(self, typ: int) -> int:
         """Nodes of type ``typ`` provisioned now (booting, up or cordoned)."""
         return int(np.count_nonzero(self.nodes.live() & (self.slot_type == typ)))
-
-    def next_event(self) -> float:
-        """Time the next booting node becomes ready, or +inf."""
-        return self._events[0][0] if self._events else np.inf
-
-    def pop_event(self) -> tuple[float, int, bool]:
-        t, _, node = heapq.heappop(self._events)
-        return t, node, True
-
-    def node_up(self, t: float, node: int) -> None:
-        self.nodes.bring_up(t, node)
 
     def price_per_hour(self, instance: int) -> float:
         return float(self.type_price[self.instance_type[instance]])
