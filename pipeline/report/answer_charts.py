@@ -22,9 +22,13 @@ def savings_chart(settings: pl.DataFrame, labels: Sequence[str]) -> alt.FacetCha
     """Per setting, the share of the status quo's cost it saves (negative = costs more),
     one panel per cluster, each bar labelled with dollars saved per day; bars of settings
     that slow the work beyond the tolerance are faded.  A cluster whose settings all cost
-    the same (the fixed cluster: the same machines) has nothing to show and is left out."""
+    the same (the fixed cluster: the same machines) has nothing to show and is left out.
+    The panels are the clusters the labels name (``[CA m5.xlarge]``), so two Kubernetes
+    clusters of one kind do not draw their settings on the same row."""
+    named = pl.col("label").str.extract(r" \[([^\]]+)\]$", 1)
     rows = palette.with_setting(settings).select(
-        "label", "setting", pl.col("cluster_mode").fill_null("fixed").alias("cluster"),
+        "label", "setting",
+        pl.coalesce(named, pl.col("cluster_mode"), pl.lit("fixed")).alias("cluster"),
         pl.col("cost_saved_pct").cast(pl.Float64), pl.col("saved_usd_per_day"),
         pl.col("qualifies"),
     ).with_columns(

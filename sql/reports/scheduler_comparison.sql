@@ -1,8 +1,9 @@
 -- One row per run, for comparing schedulers on one trace and cluster: cost, utilization, job
 -- and wait times, fairness, preemptions and the work they cost, and for runs whose policy has
 -- queues (capacity-scheduler, fair-scheduler) how the queues fared against their guarantees.
--- `cluster` is the cluster mode (`fixed`, `elastic`), with a short hash of the cluster's
--- configuration where a trace has runs on several configurations of one mode.
+-- `cluster` is the cluster mode (`fixed`, `elastic`); where a trace has runs on several
+-- configurations of one mode, the cluster's own label (`CA m5.xlarge`) or else a short
+-- hash of its configuration.
 -- `jain_fairness` is across users, against each user's DRF fair share given its demand
 -- (metrics).  `preemption_wasted_task_s` is the run time lost to preemptions: a task's
 -- `wasted_s` counts preemptions and evictions (failed machines) alike, so a task with both
@@ -33,7 +34,8 @@ clusters as (
         summary.run_id,
         summary.trace,
         coalesce(summary.cluster_mode, 'fixed') as cluster_mode,
-        left(md5(coalesce(runs.cluster::varchar, '')), 6) as cluster_id
+        left(md5(coalesce(runs.cluster::varchar, '')), 6) as cluster_id,
+        nullif(runs.cluster ->> 'label', '') as cluster_label
     from summary
     join runs using (run_id)
 ),
@@ -43,7 +45,7 @@ cluster_labels as (
         run_id,
         case when count(distinct cluster_id) over (partition by trace, cluster_mode) = 1
              then cluster_mode
-             else cluster_mode || ' #' || cluster_id end as cluster
+             else coalesce(cluster_label, cluster_mode || ' #' || cluster_id) end as cluster
     from clusters
 ),
 
