@@ -25,10 +25,10 @@ def savings_chart(settings: pl.DataFrame, labels: Sequence[str]) -> alt.FacetCha
     the same (the fixed cluster: the same machines) has nothing to show and is left out.
     The panels are the clusters the labels name (``[CA m5.xlarge]``), so two Kubernetes
     clusters of one kind do not draw their settings on the same row."""
-    named = pl.col("label").str.extract(r" \[([^\]]+)\]$", 1)
     rows = palette.with_setting(settings).select(
         "label", "setting",
-        pl.coalesce(named, pl.col("cluster_mode"), pl.lit("fixed")).alias("cluster"),
+        pl.coalesce(palette.label_cluster(), pl.col("cluster_mode"), pl.lit("fixed"))
+        .alias("cluster"),
         pl.col("cost_saved_pct").cast(pl.Float64), pl.col("saved_usd_per_day"),
         pl.col("qualifies"),
     ).with_columns(

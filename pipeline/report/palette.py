@@ -28,7 +28,8 @@ HUES = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07a
 GREYS = ["#777777", "#bbbbbb", "#444444", "#999999"]  # lines standing for several settings
 PANEL_SIZE = 5  # settings per small multiple besides the status quo: at most six lines
 LEGEND = alt.Legend(labelLimit=420, title="setting")
-_CLUSTER = re.compile(r" \[[^\]]+\]$")
+CLUSTER_SUFFIX = r" \[([^\]]+)\]$"  # a run label's ``[cluster]`` suffix
+_CLUSTER = re.compile(CLUSTER_SUFFIX)
 
 
 def setting(label: str) -> str:
@@ -38,7 +39,12 @@ def setting(label: str) -> str:
 
 def with_setting(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` with a ``setting`` column derived from its ``label``."""
-    return frame.with_columns(pl.col("label").str.replace(r" \[[^\]]+\]$", "").alias("setting"))
+    return frame.with_columns(pl.col("label").str.replace(CLUSTER_SUFFIX, "").alias("setting"))
+
+
+def label_cluster() -> pl.Expr:
+    """The cluster a run label names in its ``[cluster]`` suffix (null: none)."""
+    return pl.col("label").str.extract(CLUSTER_SUFFIX, 1)
 
 
 def natural_key(text: str) -> list[Any]:
