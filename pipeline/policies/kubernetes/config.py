@@ -6,11 +6,13 @@ profile, or the one named ``default-scheduler`` when there are several; its scor
 weights (``plugins.score`` or ``plugins.multiPoint``, ``enabled``/``disabled`` with
 ``'*'``); ``NodeResourcesFit``'s ``scoringStrategy`` (``type``, ``resources`` with weights,
 ``requestedToCapacityRatio.shape``) and ``NodeResourcesBalancedAllocation``'s
-``resources``.  Defaults where the file is silent are the v1.31 defaults: ``LeastAllocated``
-on cpu and memory with weight 1, BalancedAllocation on cpu and memory, both plugins with
-weight 1, adaptive ``percentageOfNodesToScore``.  Other plugins score nothing that differs
-between nodes for pods without affinity, tolerations, images or spread constraints (the
-traces have none), so they are read and ignored.
+``resources``; ``DefaultPreemption`` on or off (``plugins.postFilter`` or ``multiPoint``)
+and its ``minCandidateNodesPercentage``/``minCandidateNodesAbsolute``.  Defaults where the
+file is silent are the v1.31 defaults: ``LeastAllocated`` on cpu and memory with weight 1,
+BalancedAllocation on cpu and memory, both plugins with weight 1, adaptive
+``percentageOfNodesToScore``, preemption on with 10% and 100.  Other plugins score nothing
+that differs between nodes for pods without affinity, tolerations, images or spread
+constraints (the traces have none), so they are read and ignored.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import yaml
 
 from pipeline.errors import UsageError
 from pipeline.policies.kubernetes.kernel import Profile
+from pipeline.policies.kubernetes.preemption import Args
 from pipeline.policies.kubernetes.scoring import (
     MAX_CUSTOM_PRIORITY_SCORE,
     MAX_NODE_SCORE,
@@ -32,6 +35,7 @@ from pipeline.policies.kubernetes.scoring import (
 )
 
 FIT, BALANCED = "NodeResourcesFit", "NodeResourcesBalancedAllocation"
+PREEMPTION = "DefaultPreemption"
 DEFAULT_WEIGHTS = {FIT: 1, BALANCED: 1}  # v1.31 default profile's score weights
 DEFAULT_RESOURCES = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
 # a RequestedToCapacityRatio chosen with no shape: bin packing (the docs' example)
@@ -41,17 +45,19 @@ PACKING_SHAPE = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 1
 @dataclass(frozen=True)
 class Settings:
     """What the policy runs with: the compiled :class:`~.kernel.Profile` and the
-    ``percentageOfNodesToScore`` (0: adaptive)."""
+    ``percentageOfNodesToScore`` (0: adaptive); ``preemption``: DefaultPreemption's
+    arguments, None when the profile disables it."""
 
     profile: Profile
     percentage: int
+    preemption: Args | None = Args()  # noqa: RUF009 (a NamedTuple: immutable)
 
 
 def settings(path: str | None, strategy: str | None, percentage: int | None,
-             max_pods: int) -> Settings:
-    """The profile of ``path`` (None: the default profile), with ``strategy`` and
-    ``percentage`` overriding the file's when given.  A field of the wrong kind is a
-    one-line :class:`UsageError` naming the file and the field."""
+             max_pods: int, preemption: bool | None = None) -> Settings:
+    """The profile of ``path`` (None: the default profile), with ``strategy``,
+    ``percentage`` and ``preemption`` overriding the file's when given.  A field of the
+    wrong kind is a one-line :class:`UsageError` naming the file and the field."""
     doc = _read(path) if path else {}
     where = path or "default profile"
     prof = _profile(doc, where)
@@ -74,7 +80,39 @@ def settings(path: str | None, strategy: str | None, percentage: int | None,
     profile = Profile(_resource_weights(fit.get("resources") or DEFAULT_RESOURCES, where),
                       _resource_weights(bal or DEFAULT_RESOURCES, where) > 0, shape_u,
                       shape_s, STRATEGIES[kind], weights[FIT], weights[BALANCED], max_pods)
-    return Settings(profile, percentage)
+    on = preemption_enabled(prof, where) if preemption is None else preemption
+    return Settings(profile, percentage, _preemption_args(args, where) if on else None)
+
+
+def preemption_enabled(prof: dict[str, Any], where: str) -> bool:
+    """Whether the profile keeps ``DefaultPreemption`` (``disabled`` then ``enabled``, in
+    multiPoint then postFilter, as the framework merges them)."""
+    on = True
+    plugins = _mapping(prof.get("plugins"), where, "plugins")
+    for point in ("multiPoint", "postFilter"):
+        sets = _mapping(plugins.get(point), where, f"plugins.{point}")
+        for item in _entries(sets.get("disabled"), where, f"plugins.{point}.disabled"):
+            on = on and item.get("name") not in ("*", PREEMPTION)
+        for item in _entries(sets.get("enabled"), where, f"plugins.{point}.enabled"):
+            on = on or item.get("name") == PREEMPTION
+    return on
+
+
+def file_preemption(path: str) -> bool:
+    """Whether configuration file ``path`` keeps DefaultPreemption on."""
+    return preemption_enabled(_profile(_read(path), path), path)
+
+
+def _preemption_args(args: dict[str, Any], where: str) -> Args:
+    given = _mapping(args.get(PREEMPTION), where, f"{PREEMPTION} args")
+    pct = _count(given.get("minCandidateNodesPercentage", Args().min_percentage), where,
+                 "minCandidateNodesPercentage")
+    least = _count(given.get("minCandidateNodesAbsolute", Args().min_absolute), where,
+                   "minCandidateNodesAbsolute")
+    if pct > 100 or pct == least == 0:
+        raise UsageError(f"{where}: {PREEMPTION} args: minCandidateNodesPercentage must be in "
+                         "0..100 and not 0 with minCandidateNodesAbsolute 0")
+    return Args(pct, least)
 
 
 def file_strategy(path: str) -> tuple[str, bool]:

@@ -16,9 +16,12 @@ One cycle per pod, in the queue's order (Kubernetes v1.31 ``schedule_one.go``):
 4. **Assume**: the pod's requests count on that node for the pods after it (its
    integer requests add to the node's, as the scheduler's cache sums them).
 
-A pod that passes no node stays pending (unschedulable).  Free room only shrinks within a
-call, so a pod at least as large as one that passed no node passes none either and is not
-searched again (the outcome, and ``nextStartNodeIndex``, are the same as a full search).
+A pod that passes no node stays pending (unschedulable), unless its priority lets it
+preempt: the call then returns, the policy runs ``DefaultPreemption`` for it
+(:mod:`.preemption`) and calls again from the next pod.  Free room only shrinks within a
+call (preemption frees room between calls), so a pod at least as large as one that passed no
+node passes none either and is not searched again (the outcome, and ``nextStartNodeIndex``,
+are the same as a full search).
 
 :mod:`.reference` is the same cycle written for reading; ``tests/policies/kubernetes``
 drives both on random states and requires identical decisions.
@@ -45,6 +48,8 @@ class Pods(NamedTuple):
     units: np.ndarray  # (m, 3) int64 the same as the API server holds them (scoring.to_units)
     order: np.ndarray  # (m,) int64 positions in queue order (PrioritySort)
     allow: np.ndarray  # (m,) int64 GPU model masks (empty: all may use any node)
+    priority: np.ndarray  # (m,) int64
+    preempt_above: int  # a pod of higher priority that passes no node stops the call
 
 
 class Nodes(NamedTuple):
@@ -82,12 +87,17 @@ class Cycle(NamedTuple):
     out_req: np.ndarray  # (m,) int64 pod position placed
     out_node: np.ndarray  # (m,) int64 on node slot
     units: np.ndarray  # (2, 3) int64 scratch: requested with the pod, allocatable
+    pos: np.ndarray  # (2,) int64 queue position to go on from, and pods placed so far
 
 
 @njit(cache=True)
 def schedule(pods, nodes, profile, cycle, to_find):
-    """Run a cycle for each pending pod in order; return how many were placed (the first
-    entries of ``cycle.out_req``/``out_node``)."""
+    """Run a cycle for each pending pod in order from queue position ``cycle.pos[0]``;
+    return how many are placed in all (the first entries of ``cycle.out_req``/
+    ``out_node``, counting the ``cycle.pos[1]`` placed before).  The call stops early at
+    a pod that passes no node and may preempt (priority above ``pods.preempt_above``):
+    ``cycle.pos[0]`` is then its position (else the queue's length), for the caller's
+    ``DefaultPreemption`` (:mod:`.preemption`) before it goes on."""
     failed = np.empty((16, 3))
     return _cycles(pods, nodes, profile, cycle, to_find, failed)
 
@@ -96,19 +106,24 @@ def schedule(pods, nodes, profile, cycle, to_find):
 def _cycles(pods, nodes, profile, cycle, to_find, failed):
     """:func:`schedule`'s loop (a helper: its steps are inlined into it)."""
     n_failed = 0
-    c = 0
+    c = cycle.pos[1]
     k = len(nodes.order)
-    for j in range(len(pods.order)):
+    m = len(pods.order)
+    for j in range(cycle.pos[0], m):
         i = pods.order[j]
+        may_preempt = pods.priority[i] > pods.preempt_above
         rc, rm, rg = pods.req[i, 0], pods.req[i, 1], pods.req[i, 2]
-        if dominated_by_failure(failed, n_failed, rc, rm, rg):
-            continue
+        nd = -1
         mask = pods.allow[i] if len(pods.allow) else 0
-        nd, checked = _one_cycle(i, mask, pods, nodes, profile, cycle, to_find)
-        cycle.start[0] = (cycle.start[0] + checked) % k
-        if nd < 0:
-            if mask == 0:
+        if not dominated_by_failure(failed, n_failed, rc, rm, rg):
+            nd, checked = _one_cycle(i, mask, pods, nodes, profile, cycle, to_find)
+            cycle.start[0] = (cycle.start[0] + checked) % k
+            if nd < 0 and mask == 0:
                 n_failed = remember_failure(failed, n_failed, rc, rm, rg)
+        if nd < 0:
+            if may_preempt:
+                cycle.pos[0], cycle.pos[1] = j, c
+                return c
             continue
         for r in range(3):
             nodes.alloc[nd, r] += pods.req[i, r]
@@ -117,6 +132,7 @@ def _cycles(pods, nodes, profile, cycle, to_find, failed):
         cycle.out_req[c] = i
         cycle.out_node[c] = nd
         c += 1
+    cycle.pos[0], cycle.pos[1] = m, c
     return c
 
 

@@ -4,6 +4,8 @@ Pods go in queue order.  For each, the nodes are walked from ``nextStartNodeInde
 the snapshot's order, wrapping around, until ``to_find`` of them pass the filter; each one
 that passes is scored; the best score wins, ties drawn uniformly (reservoir sampling);
 the pod is assumed on the winner.  ``nextStartNodeIndex`` moves on by the nodes walked.
+A pod no node passes stays pending, or, when its priority lets it preempt, ends the call
+at its queue position for the caller's ``DefaultPreemption``.
 The score arithmetic is :mod:`.scoring`'s, the one definition both use.
 """
 
@@ -18,9 +20,11 @@ from pipeline.sim.kernels import EPS
 
 def schedule(pods: Pods, nodes: Nodes, profile: Profile, cycle: Cycle, to_find: int) -> int:
     """As :func:`.kernel.schedule`: place what fits, update ``nodes`` and ``cycle``."""
-    placed = 0
+    placed = int(cycle.pos[1])
     k = len(nodes.order)
-    for i in pods.order:
+    m = len(pods.order)
+    for j in range(int(cycle.pos[0]), m):
+        i = pods.order[j]
         walk = [int(nodes.order[(int(cycle.start[0]) + j) % k]) for j in range(k)]
         passing: list[int] = []
         walked = 0
@@ -32,6 +36,9 @@ def schedule(pods: Pods, nodes: Nodes, profile: Profile, cycle: Cycle, to_find: 
                     break
         cycle.start[0] = (cycle.start[0] + walked) % k
         if not passing:
+            if pods.priority[i] > pods.preempt_above:  # may preempt: the caller's turn
+                cycle.pos[0], cycle.pos[1] = j, placed
+                return placed
             continue  # unschedulable: stays pending
         best = select(passing, [score(i, nd, pods, nodes, profile) for nd in passing],
                       cycle.rng)
@@ -40,6 +47,7 @@ def schedule(pods: Pods, nodes: Nodes, profile: Profile, cycle: Cycle, to_find: 
         nodes.pods[best] += 1
         cycle.out_req[placed], cycle.out_node[placed] = i, best
         placed += 1
+    cycle.pos[0], cycle.pos[1] = m, placed
     return placed
 
 

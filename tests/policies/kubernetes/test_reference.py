@@ -3,9 +3,10 @@
 :func:`pipeline.policies.kubernetes.reference.schedule` is the reference and
 :func:`pipeline.policies.kubernetes.kernel.schedule` the kernel: on small random states
 (nodes Ready or booting, partly allocated, pod slots nearly full, GPU models, each scoring
-strategy, sampled or full filter walks, a moved start index) both must place the same pods
-on the same nodes in the same order, leave the same allocations and the same start index,
-and draw the tie-breaks from the generator alike.
+strategy, sampled or full filter walks, a moved start index, priorities some of which may
+preempt) both must place the same pods on the same nodes in the same order, stop at the
+same pods for preemption, leave the same allocations and the same start index, and draw
+the tie-breaks from the generator alike.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ def state(draw: st.DrawFn) -> tuple:
     pods = Pods(req, to_units(req),
                 rng.permutation(m).astype(np.int64),
                 pick(rng, [0, 0, 1, 2, 3], m).astype(np.int64) if models
-                else np.zeros(0, np.int64))
+                else np.zeros(0, np.int64),
+                rng.integers(0, 3, m).astype(np.int64),
+                draw(st.sampled_from([0, 1, 2, 2**62])))
     alloc = cap * pick(rng, [0.0, 0.0, 0.25, 0.5, 0.9], n)[:, None]
     nodes = Nodes(cap, alloc, to_units(cap), to_units(alloc),
                   rng.integers(0, 4, n).astype(np.int64), rng.random(n) < 0.8,
@@ -61,7 +64,8 @@ def _copy(nodes: Nodes) -> Nodes:
 
 def _cycle(start: int, seed: int, m: int) -> Cycle:
     return Cycle(np.array([start], np.int64), np.array([seed], np.int64),
-                 np.full(m, -1, np.int64), np.full(m, -1, np.int64), np.zeros((2, 3), np.int64))
+                 np.full(m, -1, np.int64), np.full(m, -1, np.int64), np.zeros((2, 3), np.int64),
+                 np.zeros(2, np.int64))
 
 
 @settings(max_examples=300, deadline=None)
@@ -71,9 +75,16 @@ def test_kernel_matches_reference(case: tuple) -> None:
     m = len(pods.order)
     fast_nodes, slow_nodes = _copy(nodes), _copy(nodes)
     fast, slow = _cycle(start, seed, m), _cycle(start, seed, m)
-    c_fast = kernel.schedule(pods, fast_nodes, profile, fast, to_find)
-    c_slow = reference.schedule(pods, slow_nodes, profile, slow, to_find)
-    assert c_fast == c_slow
+    while True:  # past each pod the cycles stop at for preemption (none preempts here)
+        c_fast = kernel.schedule(pods, fast_nodes, profile, fast, to_find)
+        c_slow = reference.schedule(pods, slow_nodes, profile, slow, to_find)
+        assert c_fast == c_slow and fast.pos.tolist() == slow.pos.tolist()
+        if fast.pos[0] == m:
+            break
+        i = pods.order[fast.pos[0]]
+        assert pods.priority[i] > pods.preempt_above
+        fast.pos[0] += 1
+        slow.pos[0] += 1
     assert fast.out_req[:c_fast].tolist() == slow.out_req[:c_slow].tolist()
     assert fast.out_node[:c_fast].tolist() == slow.out_node[:c_slow].tolist()
     assert fast.start[0] == slow.start[0] and fast.rng[0] == slow.rng[0]
