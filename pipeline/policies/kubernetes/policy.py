@@ -29,8 +29,15 @@ from pipeline.policies.kubernetes.config import (
     file_strategy,
     settings,
 )
+from pipeline.policies.kubernetes.dryrun import dry_run
 from pipeline.policies.kubernetes.kernel import Cycle, Nodes, Pods, schedule
-from pipeline.policies.kubernetes.preemption import Running, Snapshot, lowest_priority, preempt
+from pipeline.policies.kubernetes.preemption import (
+    Running,
+    Snapshot,
+    importance_order,
+    lowest_priority,
+    preempt,
+)
 from pipeline.policies.kubernetes.scoring import num_feasible_nodes_to_find, to_units
 from pipeline.policies.models import model_masks, pending_allow
 from pipeline.policies.settings import Setting, from_file
@@ -60,8 +67,8 @@ class KubeScheduler(PolicyBase):
         "percentage_of_nodes_to_score": Param(-1, "percentageOfNodesToScore (0: adaptive "
                                                   "default; -1: the file's)", int, -1, 100),
         "max_pods": Param(110, "pods per node (kubelet maxPods)", int, 1, 100000),
-        "preemption": Param("", "DefaultPreemption on or off, overriding the file's (on "
-                                "in the default profile)", str, choices=("", "on", "off")),
+        "preemption": Param(True, "DefaultPreemption on (false: off; also off when the "
+                                  "config's profile disables it)", bool),
     }
 
     def file_settings(self) -> dict[str, Setting]:
@@ -75,10 +82,8 @@ class KubeScheduler(PolicyBase):
                 kind, present = file_strategy(self.config)
                 out["scoring"] = from_file(kind, self.config,
                                            f"{FIT} args scoringStrategy.type", present)
-        if not self.preemption:
-            on = "on" if not self.config or file_preemption(self.config) else "off"
-            out["preemption"] = ({"value": on, "source": "default"} if not self.config
-                                 else from_file(on, self.config, f"plugins {PREEMPTION}"))
+        if self.preemption and self.config and not file_preemption(self.config):
+            out["preemption"] = from_file(False, self.config, f"plugins {PREEMPTION}")
         return out
 
     def setup(self, cluster: ClusterInfo, rng: np.random.Generator) -> Needs:
@@ -86,8 +91,7 @@ class KubeScheduler(PolicyBase):
         pct = self.percentage_of_nodes_to_score
         self.settings_: Settings = settings(self.config or None, self.scoring or None,
                                             None if pct < 0 else pct, self.max_pods,
-                                            None if not self.preemption
-                                            else self.preemption == "on")
+                                            None if self.preemption else False)
         self.start_ = np.zeros(1, dtype=np.int64)  # nextStartNodeIndex
         self.rng_state_ = np.array([int(rng.integers(1, 2**31 - 1))], dtype=np.int64)
         self.units_ = np.zeros((2, 3), dtype=np.int64)
@@ -115,10 +119,13 @@ class KubeScheduler(PolicyBase):
                       np.empty(m, dtype=np.int64), self.units_, np.zeros(2, dtype=np.int64))
         to_find = num_feasible_nodes_to_find(self.settings_.percentage, len(listed))
         victims: list[np.ndarray] = []
+        ranked = None
         c = schedule(pods, snapshot, self.settings_.profile, cycle, to_find)
         while cycle.pos[0] < m:  # stopped at a pod that may preempt
             assert running is not None
-            got = self._preempt(int(order[cycle.pos[0]]), pods, snapshot, running)
+            if ranked is None:
+                ranked = importance_order(running)
+            got = self._preempt(int(order[cycle.pos[0]]), pods, snapshot, running, ranked)
             if got is not None:
                 victims.append(got[1])
                 cycle.out_req[c], cycle.out_node[c] = order[cycle.pos[0]], got[0]
@@ -139,8 +146,8 @@ class KubeScheduler(PolicyBase):
                        np.asarray(run.priority, np.int64), np.asarray(run.start_s, np.float64),
                        np.ones(len(req), dtype=bool))
 
-    def _preempt(self, i: int, pods: Pods, nodes: Nodes,
-                 running: Running) -> tuple[int, np.ndarray] | None:
+    def _preempt(self, i: int, pods: Pods, nodes: Nodes, running: Running,
+                 ranked: np.ndarray) -> tuple[int, np.ndarray] | None:
         """DefaultPreemption for pending pod ``i``; on success the victims leave the
         snapshot and the pod is assumed on the node (it binds there now)."""
         assert self.settings_.preemption is not None
@@ -149,7 +156,7 @@ class KubeScheduler(PolicyBase):
                       Snapshot(nodes.cap, nodes.alloc, nodes.pods, nodes.ready, nodes.bits,
                                nodes.order),
                       running, self.settings_.profile.max_pods, self.settings_.preemption,
-                      self.rng_)
+                      self.rng_, ranked, dry_run)
         if got is None:
             return None
         nd, victims = got

@@ -32,6 +32,7 @@ at the same scheduling point, so no nomination outlives the call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -82,32 +83,6 @@ def fits_after(req: np.ndarray, cap: np.ndarray, alloc: np.ndarray, pods: int,
     return bool(np.all(alloc + req <= cap + EPS * cap + 1e-12))
 
 
-def select_victims(req: np.ndarray, priority: int, on_node: np.ndarray, running: Running,
-                   cap: np.ndarray, alloc: np.ndarray, pods: int,
-                   max_pods: int) -> np.ndarray | None:
-    """``SelectVictimsOnNode``: the running indices to preempt on one node (the pods
-    ``on_node`` hold there), most important first; None when the pod does not fit even
-    with every lower-priority pod gone."""
-    lower = on_node[running.priority[on_node] < priority]
-    if len(lower) == 0:
-        return None
-    room = alloc - running.req[lower].sum(axis=0)
-    count = pods - len(lower)
-    if not fits_after(req, cap, room, count, max_pods):
-        return None
-    # MoreImportantPod: higher priority first, then the earlier start; the slot order
-    # breaks what is still tied (the upstream sort leaves it unspecified)
-    ranked = lower[np.lexsort((lower, running.start[lower], -running.priority[lower]))]
-    victims = []
-    for v in ranked:
-        if fits_after(req, cap, room + running.req[v], count + 1, max_pods):
-            room = room + running.req[v]
-            count += 1
-        else:
-            victims.append(int(v))
-    return np.array(victims, dtype=np.int64)
-
-
 def pick_one(candidates: list[tuple[int, np.ndarray]], running: Running) -> int:
     """``pickOneNodeForPreemption``: the position in ``candidates`` (node, victims) of the
     node to preempt on."""
@@ -139,11 +114,44 @@ class Snapshot(NamedTuple):
     order: np.ndarray
 
 
+class Lower(NamedTuple):
+    """The running pods of priority below the preemptor's, grouped by node (CSR), each
+    node's most important first: the potential victims ``SelectVictimsOnNode`` removes."""
+
+    indptr: np.ndarray  # (n + 1,) int64 over node slots
+    index: np.ndarray  # (k,) int64 running indices
+
+
+# a dry run: (pod's requests, nodes in walk order, candidates wanted, snapshot, potential
+# victims, their requests, max pods) -> (node, victims) per candidate, in walk order
+DryRun = Callable[[np.ndarray, np.ndarray, int, Snapshot, Lower, np.ndarray, int],
+                  list[tuple[int, np.ndarray]]]
+
+
+def importance_order(running: Running) -> np.ndarray:
+    """Running indices grouped by node, each node's most important first
+    (``MoreImportantPod``: higher priority, then the earlier start; then slot order, where
+    the upstream sort leaves the order unspecified)."""
+    k = len(running.node)
+    return np.lexsort((np.arange(k), running.start, -running.priority, running.node))
+
+
+def lower_than(priority: int, running: Running, ranked: np.ndarray, n_nodes: int) -> Lower:
+    """The alive pods below ``priority`` in ``ranked`` order (:func:`importance_order`)."""
+    index = ranked[running.alive[ranked] & (running.priority[ranked] < priority)]
+    indptr = np.zeros(n_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(running.node[index], minlength=n_nodes), out=indptr[1:])
+    return Lower(indptr, index.astype(np.int64))
+
+
 def preempt(req: np.ndarray, priority: int, mask: int, nodes: Snapshot, running: Running,
-            max_pods: int, args: Args,
-            rng: np.random.Generator) -> tuple[int, np.ndarray] | None:
+            max_pods: int, args: Args, rng: np.random.Generator,
+            ranked: np.ndarray | None = None,
+            dry_run: DryRun | None = None) -> tuple[int, np.ndarray] | None:
     """``Evaluator.Preempt`` for one pod: ``(node slot, victims' running indices)``, or
-    None when no node can be freed for it."""
+    None when no node can be freed for it.  ``ranked``: :func:`importance_order`, when
+    the caller keeps it across pods; ``dry_run``: the dry run to use (the compiled
+    :func:`.dryrun.dry_run`, or :func:`dry_run_reference`)."""
     listed = nodes.order[nodes.ready[nodes.order]]
     if mask and len(nodes.bits):
         listed = listed[(nodes.bits[listed] & mask) != 0]
@@ -152,30 +160,67 @@ def preempt(req: np.ndarray, priority: int, mask: int, nodes: Snapshot, running:
         return None
     wanted = num_candidates(args, n)
     offset = int(rng.integers(0, n))  # rand.Int31n(len(potentialNodes))
-    alive = np.flatnonzero(running.alive & (running.priority < priority))
-    if len(alive) == 0:
+    lower = lower_than(priority, running,
+                       importance_order(running) if ranked is None else ranked,
+                       len(nodes.cap))
+    if len(lower.index) == 0:
         return None
-    by_node = _group(alive, running.node[alive])
-    candidates: list[tuple[int, np.ndarray]] = []
-    for j in range(n):
-        nd = int(listed[(offset + j) % n])
-        on_node = by_node.get(nd)
-        if on_node is None:
-            continue
-        victims = select_victims(req, priority, on_node, running, nodes.cap[nd],
-                                 nodes.alloc[nd], int(nodes.pods[nd]), max_pods)
-        if victims is not None and len(victims):
-            candidates.append((nd, victims))
-            if len(candidates) >= wanted:
-                break
+    walk = np.roll(listed, -offset).astype(np.int64)
+    run = dry_run_reference if dry_run is None else dry_run
+    candidates = run(np.asarray(req, np.float64), walk, wanted, nodes, lower, running.req,
+                     max_pods)
     if not candidates:
         return None
     return candidates[pick_one(candidates, running)]
 
 
-def _group(index: np.ndarray, node: np.ndarray) -> dict[int, np.ndarray]:
-    """``index`` grouped by ``node`` (each group in ``index`` order)."""
-    order = np.argsort(node, kind="stable")
-    nodes, first = np.unique(node[order], return_index=True)
-    parts = np.split(index[order], first[1:])
-    return {int(nd): part for nd, part in zip(nodes, parts, strict=True)}
+def dry_run_reference(req: np.ndarray, walk: np.ndarray, wanted: int, nodes: Snapshot,
+                      lower: Lower, victim_req: np.ndarray,
+                      max_pods: int) -> list[tuple[int, np.ndarray]]:
+    """``DryRunPreemption`` read plainly: :func:`select_victims` on the nodes in ``walk``
+    order until ``wanted`` nodes have victims; ``(node, victims)`` per candidate."""
+    candidates: list[tuple[int, np.ndarray]] = []
+    for nd in walk:
+        on_node = lower.index[lower.indptr[nd]:lower.indptr[nd + 1]]
+        if len(on_node) == 0:
+            continue
+        victims = _reprieve(req, on_node, victim_req, nodes.cap[nd], nodes.alloc[nd],
+                            int(nodes.pods[nd]), max_pods)
+        if victims is not None and len(victims):
+            candidates.append((int(nd), victims))
+            if len(candidates) >= wanted:
+                break
+    return candidates
+
+
+def select_victims(req: np.ndarray, priority: int, on_node: np.ndarray, running: Running,
+                   cap: np.ndarray, alloc: np.ndarray, pods: int,
+                   max_pods: int) -> np.ndarray | None:
+    """``SelectVictimsOnNode``: the running indices to preempt on one node (the pods
+    ``on_node`` hold there), most important first; None when the pod does not fit even
+    with every lower-priority pod gone."""
+    lower = on_node[running.priority[on_node] < priority]
+    ranked = lower[np.lexsort((lower, running.start[lower], -running.priority[lower]))]
+    return _reprieve(req, ranked, running.req, cap, alloc, pods, max_pods)
+
+
+def _reprieve(req: np.ndarray, ranked: np.ndarray, victim_req: np.ndarray, cap: np.ndarray,
+              alloc: np.ndarray, pods: int, max_pods: int) -> np.ndarray | None:
+    """Remove the pods ``ranked`` (most important first); if the pod then fits, put each
+    back that it still fits beside: the rest are the victims (None: it does not fit)."""
+    if len(ranked) == 0:
+        return None
+    room = np.array(alloc, dtype=np.float64)
+    for v in ranked:  # one by one, as the compiled dry run sums (the same float bits)
+        room = room - victim_req[v]
+    count = pods - len(ranked)
+    if not fits_after(req, cap, room, count, max_pods):
+        return None
+    victims = []
+    for v in ranked:
+        if fits_after(req, cap, room + victim_req[v], count + 1, max_pods):
+            room = room + victim_req[v]
+            count += 1
+        else:
+            victims.append(int(v))
+    return np.array(victims, dtype=np.int64)

@@ -15,13 +15,19 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.bench.workload import write_trace
 from pipeline.errors import UsageError
+from pipeline.policies.kubernetes.dryrun import dry_run
 from pipeline.policies.kubernetes.preemption import (
     Args,
     Running,
     Snapshot,
+    dry_run_reference,
+    importance_order,
+    lower_than,
     num_candidates,
     pick_one,
     preempt,
@@ -103,13 +109,13 @@ def test_reprieve_keeps_every_pod_the_preemptor_fits_beside(tmp_path: Path) -> N
 
 def test_no_preemption_without_a_lower_priority_or_when_disabled(tmp_path: Path) -> None:
     """An equal priority preempts nothing (strictly lower only); with DefaultPreemption
-    disabled in the user's profile (or ``preemption=off``) the pod waits."""
+    disabled in the user's profile (or ``preemption=false``) the pod waits."""
     full = [(0.0, 4.0, 1.0, 5)]
     runs = _replay(tmp_path, [(4.0, 10.0)], [*full, (10.0, 4.0, 1.0, 5)], name="equal")
     assert runs["t0"]["preemptions"] == 0 and runs["t1"]["start_s"] is None
     cfg = tmp_path / "sched.yaml"
     cfg.write_text(NO_PREEMPTION)
-    for name, params in (("file", {"config": str(cfg)}), ("param", {"preemption": "off"})):
+    for name, params in (("file", {"config": str(cfg)}), ("param", {"preemption": False})):
         runs = _replay(tmp_path, [(4.0, 10.0)], [(0.0, 4.0, 1.0, 1), (10.0, 4.0, 1.0, 10)],
                        params, name=name)
         assert runs["t0"]["preemptions"] == 0 and runs["t1"]["start_s"] is None
@@ -221,3 +227,29 @@ def test_upstream_dry_run_reprieves_the_older_of_equal_pods() -> None:
     # "basic preemption logic": node 0 loses two low pods rather than node 2 one mid pod
     assert _upstream([[("low", "small", 0), ("low", "small", 0)], [("high", "large", 0)],
                       [("mid", "medium", 0)]], 500) == (0, [0, 1])
+
+
+@pytest.mark.nojit
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 8), st.integers(0, 40), st.integers(0, 2**32 - 1))
+def test_compiled_dry_run_matches_its_reference(n: int, k: int, seed: int) -> None:
+    """:func:`dry_run` against :func:`dry_run_reference` on random nodes and pods
+    (priorities, starts, some pods already victims, full pod slots), from a random walk
+    and candidate count: the same candidates, victims and order."""
+    rng = np.random.default_rng(seed)
+    cap = rng.choice([2.0, 4.0, 8.0], (n, 3))
+    node = rng.integers(0, n, k)
+    reqs = rng.choice([0.0, 0.5, 1.0, 2.0], (k, 3))
+    running = Running(node, reqs, np.zeros((k, 3), np.int64), rng.integers(-2, 4, k),
+                      rng.choice([0.0, 1.0, 5.0], k), rng.random(k) < 0.9)
+    alloc = np.zeros((n, 3))
+    np.add.at(alloc, node, reqs)
+    snap = Snapshot(cap, alloc, np.bincount(node, minlength=n), np.ones(n, bool),
+                    np.zeros(0, np.int64), rng.permutation(n).astype(np.int64))
+    lower = lower_than(int(rng.integers(-1, 5)), running, importance_order(running), n)
+    req = rng.choice([0.0, 0.5, 1.0, 3.0], 3)
+    walk, wanted, max_pods = rng.permutation(n).astype(np.int64), int(rng.integers(1, n + 1)), \
+        int(rng.integers(1, 8))
+    fast = dry_run(req, walk, wanted, snap, lower, running.req, max_pods)
+    slow = dry_run_reference(req, walk, wanted, snap, lower, running.req, max_pods)
+    assert [(nd, v.tolist()) for nd, v in fast] == [(nd, v.tolist()) for nd, v in slow]
