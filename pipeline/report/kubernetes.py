@@ -21,10 +21,10 @@ from pipeline.report.section import Glance, Section
 from pipeline.report.tables import duration, readable, usd
 
 COLUMNS = ["setting", "node_hours", "cost_usd", "k8s_saved_pct",
-           "wait_p50_s", "wait_p95_s", "jct_p95_s", "pods_evicted",
+           "wait_p50_s", "wait_p95_s", "jct_p95_s", "pods_evicted", "pods_preempted",
            "wasted_task_s", "backlog_task_s"]
 MEANS = ["node_hours", "cost_usd", "cost_saved_pct", "wait_p50_s", "wait_p95_s",
-         "jct_p95_s", "pods_evicted", "wasted_task_s", "backlog_task_s",
+         "jct_p95_s", "pods_evicted", "pods_preempted", "wasted_task_s", "backlog_task_s",
          "nodes_added", "nodes_deleted", "status_quo_cost_usd", "status_quo_wait_p95_s"]
 TYPE_COLUMNS = ["setting", "instance_type", "instances", "node_hours", "cost_usd", "cost_share"]
 NOTE = (
@@ -35,6 +35,8 @@ NOTE = (
     "expander. Pod wait: submission to start (pods that need a new node wait for its "
     "boot). Evictions: pods on the nodes CA's scale-down or Karpenter's consolidation "
     "deleted; they restart from scratch elsewhere, so their run so far is work lost. "
+    "Preempted: pods kube-scheduler's DefaultPreemption stopped for higher-priority ones "
+    "(the trace's tiers); they restart too. "
     "'No eviction': every pod annotated cluster-autoscaler.kubernetes.io/safe-to-evict: "
     "\"false\", so only empty nodes go. docs/families/cluster-autoscaler.md and "
     "karpenter.md list what is modelled.")
@@ -146,10 +148,15 @@ def _evictions(row: dict[str, Any], ref: dict[str, Any]) -> str:
     """What the autoscaler's deletions did to pods in ``row``'s setting, against the status
     quo's."""
     evicted, lost = row["pods_evicted"] or 0.0, (row["wasted_task_s"] or 0.0) / 3600
-    if evicted == 0:
-        return "Its node deletions evicted no pod."
-    return (f"Its node deletions evicted {evicted:,.0f} pods, throwing away {lost:,.0f} "
-            f"task-hours of their runs (status quo: {ref['pods_evicted'] or 0:,.0f} pods).")
+    preempted = row.get("pods_preempted") or 0.0
+    by = (f" and preemption stopped {preempted:,.0f} for higher-priority pods"
+          if preempted else "")
+    if evicted == 0 and not preempted:
+        return "Its node deletions evicted no pod, and no pod was preempted."
+    return (f"Its node deletions evicted {evicted:,.0f} pods{by}, throwing away "
+            f"{lost:,.0f} task-hours of their runs (status quo: "
+            f"{ref['pods_evicted'] or 0:,.0f} evicted, "
+            f"{ref.get('pods_preempted') or 0:,.0f} preempted).")
 
 
 def _work_left(row: dict[str, Any], ref: dict[str, Any]) -> str:

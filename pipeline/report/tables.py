@@ -173,6 +173,7 @@ COLUMNS: dict[str, tuple[str, Format]] = {
     "cluster_label": ("Autoscaler", text),
     "k8s_saved_pct": ("Saved vs Kubernetes status quo", pct),
     "pods_evicted": ("Pods evicted by the autoscaler", count),
+    "pods_preempted": ("Pods preempted", count),
     "instance_type": ("Instance type", text),
     "instances": ("Instances", count),
     "cost_share": ("Share of cost", share),

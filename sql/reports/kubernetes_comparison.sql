@@ -5,8 +5,9 @@
 -- label, node-hours, cost and the percent saved against the status quo, pod scheduling
 -- latency (wait from submission to start: p50, p95), p95 job completion, what the
 -- autoscaler did (nodes added and deleted; `pods_evicted`: by Cluster Autoscaler's
--- scale-down or Karpenter's consolidation), the task time evictions threw away, and the
--- work left undone.
+-- scale-down or Karpenter's consolidation), the pods kube-scheduler preempted for
+-- higher-priority ones (`pods_preempted`), the task time both threw away, and the work
+-- left undone.
 with summary as (
     select * from policy_summary
 ),
@@ -32,7 +33,7 @@ kube as (
         runs.cluster ->> 'label'                               as cluster_label,
         summary.node_hours, summary.cost_usd, summary.wait_p50_s, summary.wait_p95_s,
         summary.jct_p95_s, summary.tasks_finished, summary.backlog_task_s,
-        summary.wasted_task_s,
+        summary.wasted_task_s, coalesce(summary.preemptions, 0) as pods_preempted,
         ca_metrics.scale_ups, ca_metrics.nodes_added, ca_metrics.nodes_deleted,
         ca_metrics.nodes_drained,
         coalesce(ca_metrics.evictions_scale_down, ca_metrics.evictions_consolidation)

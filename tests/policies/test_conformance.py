@@ -78,6 +78,8 @@ def small_trace(draw: st.DrawFn) -> dict:
             "cpu": draw(st.sampled_from([0.5, 1.0, 2.0, 3.0, 9.0])),
             "mem": draw(st.sampled_from([1.0, 2.0, 4.0, 6.0])),
             "cpu_used": draw(st.sampled_from([None, 0.5])),
+            # priorities (Google's tiers, higher first): kube-scheduler preempts lower ones
+            "priority": draw(st.sampled_from([None, 0, 0, 1, 9])),
             "inputs": _existing(draw(st.sampled_from([None, ["m0"], ["m1", "m3"]])),
                                 n_machines),
             "depends_on": deps,
