@@ -95,6 +95,7 @@ class KubeScheduler(PolicyBase):
         self.start_ = np.zeros(1, dtype=np.int64)  # nextStartNodeIndex
         self.rng_state_ = np.array([int(rng.integers(1, 2**31 - 1))], dtype=np.int64)
         self.units_ = np.zeros((2, 3), dtype=np.int64)
+        self.lowest_seen_ = int(np.iinfo(np.int64).max)  # lowest pending priority so far
         return Needs(running=self.settings_.preemption is not None)
 
     def decide(self, view: SchedView) -> Decisions:
@@ -107,7 +108,7 @@ class KubeScheduler(PolicyBase):
         prio = np.asarray(pending.priority).astype(np.int64)
         order = (np.argsort(-prio, kind="stable") if np.any(prio != prio[0])
                  else np.arange(m, dtype=np.int64))
-        running = self._running(view)
+        running = self._running(view, prio)
         req = np.ascontiguousarray(pending.req, dtype=np.float64)
         pods = Pods(req, to_units(req), order, allow, prio, _preempt_above(running))
         cap, alloc = np.ascontiguousarray(nodes.cap, np.float64), np.array(nodes.alloc, np.float64)
@@ -136,9 +137,13 @@ class KubeScheduler(PolicyBase):
         return Decisions(place_req=cycle.out_req[:c], place_node=cycle.out_node[:c],
                          preempt=np.concatenate(victims) if victims else np.zeros(0, np.int64))
 
-    def _running(self, view: SchedView) -> Running | None:
-        """The running pods preemption may take room from (None: preemption is off)."""
-        if self.settings_.preemption is None or view.running is None:
+    def _running(self, view: SchedView, prio: np.ndarray) -> Running | None:
+        """The running pods preemption may take room from (None: preemption is off, or
+        no pending pod is above the lowest priority seen: every running pod was pending
+        at an earlier call, so none is below it, and the running pods are not read)."""
+        self.lowest_seen_ = min(self.lowest_seen_, int(prio.min()))
+        if (self.settings_.preemption is None or view.running is None
+                or int(prio.max()) <= self.lowest_seen_):
             return None
         run = view.running
         req = np.asarray(run.req, dtype=np.float64)

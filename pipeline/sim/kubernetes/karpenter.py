@@ -14,11 +14,10 @@ Source: kubernetes-sigs/karpenter v1.14 (``pkg/controllers/provisioning``,
   ``boot_delay_s`` later.
 - Disruption, in each loop without pending pods and with no move awaiting validation
   (:mod:`.consolidation`; Karpenter runs it with pods pending too and adds them to its
-  simulations, at a cost per loop of every pending pod against each move tried: 137
-  times slower on ``bench`` at 500 nodes): emptiness, then (``WhenEmptyOrUnderutilized``,
-  ``Balanced``) multi-node, then single-node consolidation, each within the budgets
-  (``BuildDisruptionBudgetMapping``: a percentage of the initialized nodes, less those
-  being disrupted).  A move is
+  simulations, which ``docs/families/karpenter.md`` says why this leaves out):
+  emptiness, then (``WhenEmptyOrUnderutilized``, ``Balanced``) multi-node, then
+  single-node consolidation, each within the budgets (``BuildDisruptionBudgetMapping``: a
+  percentage of the initialized nodes, less those being disrupted).  A move is
   validated again ``VALIDATION_S`` (15 s) later and then executed: a delete at once (pods
   evicted, re-queued); a replace launches its node first and taints the old ones
   (``CORDONED``: they run their pods and take no new ones), deleted once it is Ready.
