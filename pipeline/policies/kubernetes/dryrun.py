@@ -4,9 +4,10 @@
 
 For each node in walk order with potential victims (``Lower``, most important first):
 remove them all; if the pod fits, put each back that it still fits beside; the others
-are the node's victims.  The walk stops once ``wanted`` nodes have victims.  A Python
-loop over a hundred candidate nodes, each with a handful of pods, took about 10 ms per
-preempting pod, two thirds of a Kubernetes demo replay's time.
+are the node's victims.  The walk stops once ``wanted`` nodes have victims.  In Python,
+a walk over a hundred candidate nodes, each with a handful of pods, took about 10 ms per
+preempting pod: 7.0 s of a 24.0 s profiled demo replay on Cluster Autoscaler (680
+preemption attempts), under 0.2 s compiled.
 """
 
 from __future__ import annotations

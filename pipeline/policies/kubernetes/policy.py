@@ -147,7 +147,7 @@ class KubeScheduler(PolicyBase):
             return None
         run = view.running
         req = np.asarray(run.req, dtype=np.float64)
-        return Running(np.asarray(run.node, np.int64), req, to_units(req),
+        return Running(np.asarray(run.node, np.int64), req,
                        np.asarray(run.priority, np.int64), np.asarray(run.start_s, np.float64),
                        np.ones(len(req), dtype=bool))
 
@@ -167,7 +167,7 @@ class KubeScheduler(PolicyBase):
         nd, victims = got
         running.alive[victims] = False
         nodes.alloc[nd] += pods.req[i] - running.req[victims].sum(axis=0)
-        nodes.alloc_units[nd] += pods.units[i] - running.units[victims].sum(axis=0)
+        nodes.alloc_units[nd] += pods.units[i] - to_units(running.req[victims]).sum(axis=0)
         nodes.pods[nd] += 1 - len(victims)
         return got
 

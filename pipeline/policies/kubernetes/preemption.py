@@ -49,7 +49,6 @@ class Running(NamedTuple):
 
     node: np.ndarray  # (k,) int64 node slot
     req: np.ndarray  # (k, 3) requests, trace units
-    units: np.ndarray  # (k, 3) int64 the same in the API server's units
     priority: np.ndarray  # (k,) int64
     start: np.ndarray  # (k,) float64 when each started
     alive: np.ndarray  # (k,) bool: not yet a victim at this scheduling point

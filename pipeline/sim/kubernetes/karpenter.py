@@ -14,7 +14,7 @@ Source: kubernetes-sigs/karpenter v1.14 (``pkg/controllers/provisioning``,
   ``boot_delay_s`` later.
 - Disruption, in each loop without pending pods and with no move awaiting validation
   (:mod:`.consolidation`; Karpenter runs it with pods pending too and adds them to its
-  simulations, which ``docs/families/karpenter.md`` says why this leaves out):
+  simulations, which this leaves out: ``docs/families/karpenter.md`` says why):
   emptiness, then (``WhenEmptyOrUnderutilized``, ``Balanced``) multi-node, then
   single-node consolidation, each within the budgets (``BuildDisruptionBudgetMapping``: a
   percentage of the initialized nodes, less those being disrupted).  A move is

@@ -135,8 +135,7 @@ def test_selection_criteria_in_order() -> None:
     the first."""
     prio = np.array([5, 1, 3, 1, 1, 2, 1], np.int64)
     start = np.array([0.0, 0.0, 0.0, 1.0, 9.0, 0.0, 9.0])
-    running = Running(np.zeros(7, np.int64), np.zeros((7, 3)), np.zeros((7, 3), np.int64),
-                      prio, start, np.ones(7, bool))
+    running = Running(np.zeros(7, np.int64), np.zeros((7, 3)), prio, start, np.ones(7, bool))
     assert pick_one([(0, np.array([0])), (1, np.array([2])), (2, np.array([1]))], running) == 2
     assert pick_one([(0, np.array([5, 3])), (1, np.array([1, 3]))], running) == 1
     assert pick_one([(0, np.array([3])), (1, np.array([4]))], running) == 1  # started 9 > 1
@@ -145,8 +144,7 @@ def test_selection_criteria_in_order() -> None:
 
 def test_select_victims_needs_the_pod_to_fit_with_all_lower_gone() -> None:
     running = Running(np.zeros(2, np.int64), np.array([[2.0, 1, 0], [2.0, 1, 0]]),
-                      np.zeros((2, 3), np.int64), np.array([1, 7]), np.zeros(2),
-                      np.ones(2, bool))
+                      np.array([1, 7]), np.zeros(2), np.ones(2, bool))
     cap, alloc = np.array([4.0, 10, 0]), np.array([4.0, 2, 0])
     on_node = np.array([0, 1])
     # priority 5 may only remove pod 0: 2 cpus free, too few for 3
@@ -187,7 +185,7 @@ def _upstream(nodes: list[list[tuple[str, str, float]]], req: float,
     node = np.array([p[0] for p in pods], np.int64)
     size = np.array([SIZE[p[2]] for p in pods])
     reqs = np.stack([size, size, np.zeros(k)], axis=1)
-    running = Running(node, reqs, np.zeros((k, 3), np.int64),
+    running = Running(node, reqs,
                       np.array([PRIO[p[1]] for p in pods], np.int64),
                       np.array([p[3] for p in pods]), np.ones(k, bool))
     alloc = np.zeros((n, 3))
@@ -240,7 +238,7 @@ def test_compiled_dry_run_matches_its_reference(n: int, k: int, seed: int) -> No
     cap = rng.choice([2.0, 4.0, 8.0], (n, 3))
     node = rng.integers(0, n, k)
     reqs = rng.choice([0.0, 0.5, 1.0, 2.0], (k, 3))
-    running = Running(node, reqs, np.zeros((k, 3), np.int64), rng.integers(-2, 4, k),
+    running = Running(node, reqs, rng.integers(-2, 4, k),
                       rng.choice([0.0, 1.0, 5.0], k), rng.random(k) < 0.9)
     alloc = np.zeros((n, 3))
     np.add.at(alloc, node, reqs)
