@@ -31,6 +31,7 @@ from pipeline.policies.kubernetes.config import (
 )
 from pipeline.policies.kubernetes.dryrun import dry_run
 from pipeline.policies.kubernetes.kernel import Cycle, Nodes, Pods, schedule
+from pipeline.policies.kubernetes.memo import NodeState, ScoreMemo
 from pipeline.policies.kubernetes.preemption import (
     Running,
     Snapshot,
@@ -96,6 +97,7 @@ class KubeScheduler(PolicyBase):
         self.rng_state_ = np.array([int(rng.integers(1, 2**31 - 1))], dtype=np.int64)
         self.units_ = np.zeros((2, 3), dtype=np.int64)
         self.lowest_seen_ = int(np.iinfo(np.int64).max)  # lowest pending priority so far
+        self.memo_ = ScoreMemo()
         return Needs(running=self.settings_.preemption is not None)
 
     def decide(self, view: SchedView) -> Decisions:
@@ -116,24 +118,30 @@ class KubeScheduler(PolicyBase):
                          np.array(nodes.n_containers, dtype=np.int64), nodes.up, bits,
                          listed.astype(np.int64))
         self.start_[0] %= len(listed)  # the list changed length: the index wraps
+        model = NO_MODEL if nodes.gpu_model is None else nodes.gpu_model
+        state = NodeState(cap, snapshot.alloc, snapshot.alloc_units, snapshot.pods,
+                          snapshot.ready, model)
+        memo = self.memo_.for_call(req, allow, state)
         cycle = Cycle(self.start_, self.rng_state_, np.empty(m, dtype=np.int64),
                       np.empty(m, dtype=np.int64), self.units_, np.zeros(2, dtype=np.int64))
         to_find = num_feasible_nodes_to_find(self.settings_.percentage, len(listed))
         victims: list[np.ndarray] = []
         ranked = None
-        c = schedule(pods, snapshot, self.settings_.profile, cycle, to_find)
+        c = schedule(pods, snapshot, self.settings_.profile, cycle, memo, to_find)
         while cycle.pos[0] < m:  # stopped at a pod that may preempt
             assert running is not None
             if ranked is None:
                 ranked = importance_order(running)
             got = self._preempt(int(order[cycle.pos[0]]), pods, snapshot, running, ranked)
             if got is not None:
+                memo.version[got[0]] += 1  # its state changed: its entries are stale
                 victims.append(got[1])
                 cycle.out_req[c], cycle.out_node[c] = order[cycle.pos[0]], got[0]
                 c += 1
                 pods = pods._replace(preempt_above=_preempt_above(running))
             cycle.pos[0], cycle.pos[1] = cycle.pos[0] + 1, c
-            c = schedule(pods, snapshot, self.settings_.profile, cycle, to_find)
+            c = schedule(pods, snapshot, self.settings_.profile, cycle, memo, to_find)
+        self.memo_.remember(state)
         return Decisions(place_req=cycle.out_req[:c], place_node=cycle.out_node[:c],
                          preempt=np.concatenate(victims) if victims else np.zeros(0, np.int64))
 
@@ -172,6 +180,7 @@ class KubeScheduler(PolicyBase):
         return got
 
 
+NO_MODEL = np.zeros(0, np.int64)  # NodeState.model when the replay has no GPU models
 NEVER = np.iinfo(np.int64).max  # preempt_above when no pod may preempt
 
 
