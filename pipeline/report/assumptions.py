@@ -70,27 +70,60 @@ def trace_lines(info: dict[str, Any] | None, trace: str, drained: bool = False) 
     return lines
 
 
+KIND_ORDER = {"fixed": 0, "elastic": 1, "cluster-autoscaler": 2, "karpenter": 3}
+
+
 def cluster_lines(runs: pl.DataFrame, summary: pl.DataFrame, drained: bool = False
                   ) -> list[str]:
-    """One line per cluster model replayed (fixed, elastic with its options)."""
+    """One line per cluster model replayed (fixed, elastic, Cluster Autoscaler, Karpenter,
+    each with its options), in that order and then by label, so the text is the same on
+    every machine."""
     paying = ("each run pays for them until its last task ends" if drained
               else "every policy pays for the same machines over the window")
+    specs = {text: json.loads(text) if isinstance(text, str) else dict(text)
+             for text in set(runs["cluster"].to_list())}
     lines = []
-    for text in sorted(set(runs["cluster"].to_list()), key=lambda c: '"elastic"' in c):
-        spec = json.loads(text) if isinstance(text, str) else dict(text)
+    for text, spec in sorted(specs.items(), key=lambda item: (
+            KIND_ORDER.get(_kind(item[1]), 0), str(item[1].get("label", "")), str(item[0]))):
         ids = runs.filter(pl.col("cluster") == text)["run_id"]
         evictions = summary.filter(pl.col("run_id").is_in(ids.implode()))["evictions"]
-        price = (f"${spec.get('price_per_hour', 0):.3g} per node-hour, "
-                 f"{BILLING.get(float(spec.get('billing_s', 1.0)), 'billed per interval')}")
-        if (spec.get("kind") or spec.get("mode")) == "elastic":
+        most = int(evictions.max() or 0) if evictions.len() else 0
+        billing = BILLING.get(float(spec.get("billing_s", 1.0)), "billed per interval")
+        price = f"${spec.get('price_per_hour', 0):.3g} per node-hour, {billing}"
+        kind = _kind(spec)
+        if kind == "elastic":
             lines.append(_elastic_line(spec, price))
+        elif kind in ("cluster-autoscaler", "karpenter"):
+            lines.append(_kubernetes_line(spec, kind, most, billing))
         else:
-            most = int(evictions.max() or 0) if evictions.len() else 0
             lines.append(
                 "Fixed cluster: the trace's own machines, added, removed and failing when the "
                 f"trace says (up to {most:,} task evictions per run here); {paying}. "
                 f"{price}." + _speed_text(spec))
     return lines
+
+
+def _kind(spec: dict[str, Any]) -> str:
+    return str(spec.get("kind") or spec.get("mode") or "fixed")
+
+
+def _kubernetes_line(spec: dict[str, Any], kind: str, most: int, billing: str) -> str:
+    """A Cluster Autoscaler or Karpenter cluster: what it buys from, and how pods map to
+    instance sizes (docs/families/cluster-autoscaler.md, karpenter.md)."""
+    catalog = spec.get("catalog") or "the built-in catalog"
+    if kind == "cluster-autoscaler":
+        groups = spec.get("autoscaler_flags") or f"one node group of {spec.get('node_groups')}"
+        head = f"Cluster Autoscaler ({spec.get('label') or 'default'}): node groups from `{groups}`"
+        if spec.get("safe_to_evict") is False:
+            head += ", every pod annotated safe-to-evict \"false\" (only empty nodes go)"
+    else:
+        head = (f"Karpenter ({spec.get('label') or 'default'}): NodePool "
+                f"`{spec.get('nodepool') or 'default'}`")
+    return (f"{head}; instance types and hourly prices from `{catalog}`, each node {billing} "
+            f"at its type's price from its launch, ready {duration(spec.get('boot_delay_s', 0))} "
+            f"later. One trace unit of cpu is {spec.get('vcpu_per_unit', 0):g} vCPU and of "
+            f"memory {spec.get('gib_per_unit', 0):g} GiB. Up to {most:,} pod evictions per run "
+            "here.")
 
 
 def _speed_text(spec: dict[str, Any]) -> str:

@@ -81,8 +81,11 @@ def per_type(types: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
         return types
     joined = types.join(runs.with_columns(setting_name()).select("run_id", "setting"),
                         on="run_id")
+    # sorted before the share is taken: a sum's last digits depend on its order, and the
+    # groups come in any order
     out = (joined.group_by("setting", "instance_type")
-           .agg(pl.col("instances", "node_hours", "cost_usd").mean()))
+           .agg(pl.col("instances", "node_hours", "cost_usd").mean())
+           .sort("setting", "instance_type"))
     total = pl.col("cost_usd").sum().over("setting")
     return (out.with_columns((pl.col("cost_usd") / total).alias("cost_share"))
             .sort(total, "setting", pl.col("cost_usd"), descending=[False, False, True]))

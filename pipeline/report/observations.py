@@ -27,7 +27,7 @@ def observations(summary: pl.DataFrame, shares: pl.DataFrame,
                                on="run_id", how="left")
     lines: list[str] = []
     for cluster in sorted(summary["cluster_mode"].fill_null("fixed").unique().to_list(),
-                          key=lambda c: c != "fixed"):
+                          key=lambda c: (c != "fixed", c)):
         runs = summary.filter(pl.col("cluster_mode").fill_null("fixed") == cluster)
         lines += _waits(runs, cluster) + _preemptions(runs, cluster)
         lines += _queues(runs, shares, cluster) + _backlog(runs, cluster)
@@ -39,7 +39,7 @@ def _waits(runs: pl.DataFrame, cluster: str) -> list[str]:
     the headline states it)."""
     if "policy" in runs.columns:
         runs = runs.filter(~pl.col("policy").is_in(sorted(reference_policies())))
-    waits = runs.drop_nulls("wait_p95_s").sort("wait_p95_s")
+    waits = runs.drop_nulls("wait_p95_s").sort("wait_p95_s", "label")
     if waits.height < 2:
         return []
     low, high = waits.row(0, named=True), waits.row(-1, named=True)
