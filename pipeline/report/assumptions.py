@@ -98,9 +98,13 @@ def cluster_lines(runs: pl.DataFrame, summary: pl.DataFrame, drained: bool = Fal
         else:
             lines.append(
                 "Fixed cluster: the trace's own machines, added, removed and failing when the "
-                f"trace says (up to {most:,} task evictions per run here); {paying}. "
+                f"trace says ({_fixed_evictions(most)}); {paying}. "
                 f"{price}." + _speed_text(spec))
     return lines
+
+
+def _fixed_evictions(most: int) -> str:
+    return f"up to {most:,} task evictions per run here" if most else "no task was evicted"
 
 
 def _kind(spec: dict[str, Any]) -> str:
@@ -113,17 +117,17 @@ def _kubernetes_line(spec: dict[str, Any], kind: str, most: int, billing: str) -
     catalog = spec.get("catalog") or "the built-in catalog"
     if kind == "cluster-autoscaler":
         groups = spec.get("autoscaler_flags") or f"one node group of {spec.get('node_groups')}"
-        head = f"Cluster Autoscaler ({spec.get('label') or 'default'}): node groups from `{groups}`"
+        head = f"Cluster Autoscaler ({spec.get('label') or 'default'}): node groups from {groups}"
         if spec.get("safe_to_evict") is False:
             head += ", every pod annotated safe-to-evict \"false\" (only empty nodes go)"
     else:
-        head = (f"Karpenter ({spec.get('label') or 'default'}): NodePool "
-                f"`{spec.get('nodepool') or 'default'}`")
-    return (f"{head}; instance types and hourly prices from `{catalog}`, each node {billing} "
+        pool = spec.get("nodepool") or "the default"
+        head = f"Karpenter ({spec.get('label') or 'default'}): NodePool {pool}"
+    evicted = f"Up to {most:,} pod evictions per run here." if most else "No pod was evicted."
+    return (f"{head}; instance types and hourly prices from {catalog}, each node {billing} "
             f"at its type's price from its launch, ready {duration(spec.get('boot_delay_s', 0))} "
             f"later. One trace unit of cpu is {spec.get('vcpu_per_unit', 0):g} vCPU and of "
-            f"memory {spec.get('gib_per_unit', 0):g} GiB. Up to {most:,} pod evictions per run "
-            "here.")
+            f"memory {spec.get('gib_per_unit', 0):g} GiB. {evicted}")
 
 
 def _speed_text(spec: dict[str, Any]) -> str:

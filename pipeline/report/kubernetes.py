@@ -138,8 +138,10 @@ def glance(rows: pl.DataFrame) -> Glance | None:
         answer = (f"{best['setting']}: {usd(best['cost_usd'])} against "
                   f"{usd(ref['cost_usd'])} for {ref['setting']} "
                   f"({best['k8s_saved_pct']:.1f}% less).")
-    return Glance("Which Kubernetes scoring and autoscaler setup costs least?", answer,
-                  _evictions(best, ref))
+    caveat = _evictions(best, ref)
+    if (best["backlog_task_s"] or 0.0) > (ref["backlog_task_s"] or 0.0):
+        caveat += " " + _work_left(best, ref)  # cheaper partly by doing less by the end
+    return Glance("Which Kubernetes scoring and autoscaler setup costs least?", answer, caveat)
 
 
 def _status_quo(rows: pl.DataFrame) -> dict[str, Any] | None:

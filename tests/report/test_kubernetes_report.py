@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from pipeline.bench.workload import write_trace
@@ -88,3 +89,21 @@ def test_cost_per_instance_type_adds_up_to_each_runs_cost(built: Built) -> None:
 def test_no_kubernetes_runs_no_section(built_report: tuple[Path, dict[str, Any]]) -> None:
     out, _ = built_report
     assert _section((out / "report.html").read_text(), "kubernetes") is None
+
+
+def test_the_glance_says_when_the_cheapest_setting_leaves_more_work_undone() -> None:
+    from pipeline.report.kubernetes import glance
+
+    def rows(best_left: float) -> pl.DataFrame:
+        return pl.DataFrame({
+            "label": ["k", "sq"], "setting": ["MostAllocated on Karpenter", "LeastAllocated on CA"],
+            "cost_usd": [1105.0, 1597.0], "k8s_saved_pct": [30.8, 0.0],
+            "is_status_quo": [False, True], "pods_evicted": [17546.0, 1559.0],
+            "pods_preempted": [0.0, 0.0], "wasted_task_s": [3600.0, 0.0],
+            "backlog_task_s": [best_left * 3600, 4333.0 * 3600]})
+
+    more = glance(rows(14619.0))
+    assert more is not None and more.caveat.endswith(
+        "It leaves 14,619 task-hours of work undone at the window's end (status quo: 4,333).")
+    less = glance(rows(4000.0))
+    assert less is not None and "undone" not in less.caveat

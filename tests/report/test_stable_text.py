@@ -41,12 +41,13 @@ def test_cluster_lines_name_each_kind_in_one_order(order: list[int]) -> None:
     assert [line.split(" ")[0] for line in lines] == ["Fixed", "Elastic", "Cluster", "Karpenter"]
     ca, karpenter = lines[2], lines[3]
     assert ca.startswith("Cluster Autoscaler (CA m5.xlarge, no eviction): node groups from "
-                         "`--nodes=0:2000:m5.xlarge`, every pod annotated safe-to-evict")
+                         "--nodes=0:2000:m5.xlarge, every pod annotated safe-to-evict")
     assert "8 vCPU" in ca and "32 GiB" in ca and "ready 2.0 min later" in ca
     assert ca.endswith("Up to 20 pod evictions per run here.")
-    assert karpenter.startswith("Karpenter (Karpenter Balanced): NodePool `configs/np.yaml`")
+    assert karpenter.startswith("Karpenter (Karpenter Balanced): NodePool configs/np.yaml")
     assert karpenter.endswith("Up to 10 pod evictions per run here.")
-    assert "Fixed cluster" not in ca + karpenter
+    assert "Fixed cluster" not in ca + karpenter and "`" not in "".join(lines)
+    assert "no task was evicted" in lines[0]
 
 
 def _summary(order: list[int]) -> pl.DataFrame:
