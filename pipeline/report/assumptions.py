@@ -115,14 +115,14 @@ def _kubernetes_line(spec: dict[str, Any], kind: str, most: int, billing: str) -
     """A Cluster Autoscaler or Karpenter cluster: what it buys from, and how pods map to
     instance sizes (docs/families/cluster-autoscaler.md, karpenter.md)."""
     catalog = spec.get("catalog") or "the built-in catalog"
+    label = spec.get("label") or "default"
     if kind == "cluster-autoscaler":
         groups = spec.get("autoscaler_flags") or f"one node group of {spec.get('node_groups')}"
-        head = f"Cluster Autoscaler ({spec.get('label') or 'default'}): node groups from {groups}"
+        head = f"Cluster Autoscaler ({label}): node groups from {groups}"
         if spec.get("safe_to_evict") is False:
             head += ", every pod annotated safe-to-evict \"false\" (only empty nodes go)"
     else:
-        pool = spec.get("nodepool") or "the default"
-        head = f"Karpenter ({spec.get('label') or 'default'}): NodePool {pool}"
+        head = f"Karpenter ({label}): NodePool {spec.get('nodepool') or 'the default'}"
     evicted = f"Up to {most:,} pod evictions per run here." if most else "No pod was evicted."
     return (f"{head}; instance types and hourly prices from {catalog}, each node {billing} "
             f"at its type's price from its launch, ready {duration(spec.get('boot_delay_s', 0))} "

@@ -19,19 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from pipeline.replay import replay
 from pipeline.replay.stage import RunResult
 from tests.policies.test_conformance import _write, assert_same_tables, check_run, small_trace
+from tests.sim.kubernetes.test_karpenter_replay import NODEPOOL
 
 CATALOG = ("instance_type,cpu,memory_gib,price_per_hour\n"
            "n4,4,16,0.2\nn8,8,32,0.38\nn16,16,64,0.8\n")
-NODEPOOL = """\
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: default
-spec:
-  disruption:
-    consolidationPolicy: {policy}
-    consolidateAfter: 0s
-"""
 CLUSTERS = [
     ("cluster-autoscaler", {"autoscaler_flags": "--nodes=0:6:n4 --nodes=0:3:n16 "
                             "--scale-down-unneeded-time=30s --scale-down-delay-after-add=0s "
@@ -48,7 +39,8 @@ def configs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("pool")
     (root / "catalog.csv").write_text(CATALOG)
     for policy in ("WhenEmptyOrUnderutilized", "Balanced"):
-        (root / f"{policy}.yaml").write_text(NODEPOOL.format(policy=policy))
+        # consolidating at once, under the default budget (10% of the nodes)
+        (root / f"{policy}.yaml").write_text(NODEPOOL.format(policy=policy, budget="10%"))
     return root
 
 
